@@ -172,6 +172,19 @@ def recommend(cands: list[Candidate]) -> Candidate | None:
     return max((c for c in cands if eligible(c)), key=lambda c: c.speedup, default=None)
 
 
+def quoted(cells: list[CellRecord], samples: dict[str, list[list[float]]]) -> CellRecord | None:
+    """Of one run's cells of a workload at one batch and thread count, the step to quote for this machine, by the rule
+    `dlperf advise` quotes its mode search by: the mode `recommend` takes (reliably at least MIN_GAIN faster than the
+    run's fp32 eager and still training), else fp32 eager; None without an fp32 eager step. A mode measured faster but
+    not told apart, or one that no longer trains, is never quoted: `predict --cost` quoted such a cell (328 µs, where
+    advise said fp32's 473 µs)."""
+    base = next((c for c in cells if c.mode == BASELINE and c.ok and c.median_s), None)
+    if base is None:
+        return None
+    best = recommend(candidates_of(cells, samples, {}))
+    return next((c for c in cells if best is not None and c.mode == best.mode), base)
+
+
 def ranked(cands: list[Candidate]) -> list[Candidate]:
     """Measured modes fastest first, then those without a time (unsupported, failed)."""
     timed = sorted((c for c in cands if c.median_s is not None), key=lambda c: c.median_s)

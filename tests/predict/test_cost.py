@@ -6,6 +6,7 @@ import pytest
 
 from conftest import make_cell
 from dlperf.errors import UsageError
+from dlperf.optimize_results import quoted
 from dlperf.predict import cost, gpus, prices
 from dlperf.predict.roofline import Prediction
 from dlperf.workloads import BUILTIN
@@ -242,12 +243,32 @@ def test_this_cpu_from_its_fastest_measured_cell_at_the_batch_and_its_energy():
     cells = [make_cell("fcn-r", batch=100, median_s=0.5, threads=1), make_cell("fcn-r@b100", batch=100, median_s=0.2,
              threads=2), make_cell("fcn-r", batch=200, median_s=0.1), make_cell("fcn-r", device="cuda:0", batch=100,
              median_s=0.01)]  # fmt: skip
-    cell = cost.measured_cpu(cells, 100)
-    assert cell.median_s == 0.2 and cell.threads == 2
+    cell = cost.measured_cpu(cells, 100, {}, quoted)
+    assert cell.median_s == 0.2 and cell.threads == 2  # the fastest thread count, as crossover's search takes it
     cpu = cost.cpu_cost(cell, 1000, watts=200, kwh_price=0.30)
     assert math.isclose(cpu.time_s, 10 * 0.2) and math.isclose(cpu.kwh, 200 * 2 / 3600 / 1000)
     assert math.isclose(cpu.energy_cost, cpu.kwh * 0.30)
-    assert cost.measured_cpu(cells, 64) is None
+    assert cost.measured_cpu(cells, 64, {}, quoted) is None
+
+
+def test_this_cpu_is_the_cell_advise_would_quote_not_the_fastest_of_any_run():
+    """advise kept fp32 (473 µs: fused+tcmalloc's 328 µs was not told apart from it), yet `predict --cost` quoted the
+    328 µs cell, the minimum over every cell of every run, disturbed ones among them. Now the latest run's cell by the
+    rule advise quotes its mode search by (`optimize_results.quoted`): a mode only where it is reliably faster."""
+    import random
+
+    rng = random.Random(0)
+    steps = lambda median, spread, n=200: [[median * (1 + spread * rng.uniform(-1, 1)) for _ in range(n)]]  # noqa: E731
+    fp32 = make_cell("tiny-fcn-r", batch=16, median_s=473e-6, n=200, run_id=5)
+    tcmalloc = make_cell("tiny-fcn-r", batch=16, mode="tcmalloc", median_s=328e-6, n=200, run_id=5)
+    earlier = make_cell("tiny-fcn-r", batch=16, median_s=250e-6, n=200, run_id=4)  # a faster, older run: not quoted
+    cells = [earlier, fp32, tcmalloc]
+    apart = {(5, fp32.key): steps(473e-6, 0.02), (5, tcmalloc.key): steps(328e-6, 0.02)}
+    assert cost.measured_cpu(cells, 16, apart, quoted) is tcmalloc  # told apart, faster by 44%, trains as fp32 does
+    mixed = {(5, fp32.key): steps(473e-6, 0.9, 8), (5, tcmalloc.key): steps(328e-6, 0.9, 8)}  # not told apart
+    assert cost.measured_cpu(cells, 16, mixed, quoted) is fp32
+    assert cost.measured_cpu(cells, 16, {}, quoted) is fp32  # no steps to tell them apart by: fp32 eager
+    assert cost.measured_cpu([earlier, tcmalloc], 16, apart, quoted) is earlier  # no fp32 in run 5: the run before
 
 
 @pytest.mark.parametrize(
@@ -283,10 +304,10 @@ def test_a_stored_cell_of_another_model_of_the_same_name_is_not_used_and_said():
     cells = [make_cell("fcn-r", batch=100, median_s=0.5, workload_spec=mine.to_json()),
              make_cell("fcn-r", batch=100, median_s=0.00944, workload_spec=other, run_id=3, peak_mem_bytes=2**40),
              make_cell("fcn-r@b100", batch=100, median_s=0.4, workload_spec={**mine.to_json(), "name": "fcn-r@b100"}),
-             make_cell("fcn-r", batch=100, median_s=0.3)]  # fmt: skip  # stored without its workload: kept
+             make_cell("fcn-r", batch=100, median_s=0.3, run_id=2)]  # fmt: skip  # stored without its workload: kept
     kept, notes = cost.same_model(cells, BUILTIN["fcn-r"])
     assert [c.median_s for c in kept] == [0.5, 0.4, 0.3]
-    assert cost.measured_cpu(kept, 100).median_s == 0.3 and cost.measured_peaks(kept, 100) == {}
+    assert cost.measured_cpu(kept, 100, {}, quoted).median_s == 0.3 and cost.measured_peaks(kept, 100) == {}
     (note,) = notes
     assert note.startswith("the store's fcn-r of run 3 was a different model (the workloads differ: params ")
     assert "source None -> " not in note and "source /home/u/mymodel.py:make -> None" in note

@@ -292,13 +292,15 @@ def show_cost(args, workload, predictions, work, deadline, notes) -> int:
     from dlperf.report import cost as view
 
     samples, what, steps = work  # in the steps a loader trains them in, as advise counts them (`cost.epoch`)
-    cells, where = stored_cells(args, workload.name)
+    cells, timed, where = stored_cells(args, workload.name)  # timed: each plain CPU cell's steps per process
     cells, others = cost.same_model(cells, workload)  # another model of the name: neither its step nor its peak
     predicted = predicted_peaks(args, workload, {p.mode for p in predictions})
     peaks = cost.measured_peaks(cells, workload.batch, predicted)
     x = cost.costs(workload, predictions, samples, what, peaks, deadline, predicted, steps)
     x.largest = memory.largest_left_out(workload, x.left_out, float(args.timeout))
-    cell = cost.measured_cpu(cells, workload.batch)
+    from dlperf.optimize_results import quoted
+
+    cell = cost.measured_cpu(cells, workload.batch, timed, quoted)  # the rule advise quotes its mode search by
     watts = CPU_WATTS if args.cpu_watts is None else args.cpu_watts  # given with --cost only (`check_cost_flags`)
     price = KWH_PRICE if args.kwh_price is None else args.kwh_price
     x.cpu = cost.cpu_cost(cell, samples, watts, price, steps=steps) if cell else None
@@ -338,8 +340,10 @@ def predicted_peaks(args, workload, modes, quiet: bool = False) -> dict[str, int
         return str(e)
 
 
-def stored_cells(args, workload: str) -> tuple[list, str]:
-    """Every cell of `workload` (or its crossover variants) in the store, of every run; none when there is no store."""
+def stored_cells(args, workload: str) -> tuple[list, dict, str]:
+    """Every cell of `workload` (or its crossover variants) in the store, of every run, and the per-process step
+    times of its plain CPU cells (by run and cell key: what `cost.measured_cpu` tells modes apart by); none when there
+    is no store."""
     from pathlib import Path
 
     from dlperf.commands.common import db_path, open_store
@@ -347,14 +351,16 @@ def stored_cells(args, workload: str) -> tuple[list, str]:
 
     where = db_path(args)
     if not Path(where).is_file():
-        return [], where
+        return [], {}, where
     store = open_store(args)
     try:
         found = [c for r in store.runs() for c in store.cells(r.id, unreadable=lambda fault: None)
                  if base_name(c.workload) == workload]  # fmt: skip
+        samples = {(c.run_id, c.key): store.samples(c.run_id, c.key) for c in found
+                   if c.device == "cpu" and not c.loader and not c.nproc}  # fmt: skip
     finally:
         store.close()
-    return found, where
+    return found, samples, where
 
 
 # Its columns fit 80 columns with a GPU name of up to 17 characters (all but one of the table's): the kernels a step,

@@ -276,12 +276,25 @@ def same_model(cells, workload) -> tuple[list, list[str]]:
     return mine, notes
 
 
-def measured_cpu(cells, batch: int):
-    """The fastest measured plain CPU cell at `batch` among `cells` (the workload's, of any run: `same_model`'s), or
-    None."""
+def measured_cpu(cells, batch: int, samples: dict[tuple[int, str], list[list[float]]], quoted):
+    """This CPU's step at `batch` as `dlperf advise` quotes it, from `cells` (the workload's, of any run:
+    `same_model`'s) and their per-process step times (`samples`, by run and cell key): of the latest run that measured
+    a plain CPU step at the batch with fp32 eager among it, the cell `quoted` takes of each process kind's modes (the
+    command gives `optimize_results.quoted`: a mode reliably faster than fp32 that still trains, else fp32 eager), at
+    the thread count where that is fastest (as crossover's thread search takes it); None where no run did (an older
+    one is read where the latest has no fp32 step). Never the fastest cell of any run: a minimum over noisy cells,
+    disturbed ones and modes not told apart from fp32 among them, is biased low."""
     mine = [c for c in cells if c.device == "cpu" and c.ok and c.median_s and not c.nproc and not c.loader
             and c.batch == batch]  # fmt: skip
-    return min(mine, key=lambda c: c.median_s, default=None)
+    for run in sorted({c.run_id for c in mine}, reverse=True):
+        groups: dict[tuple, list] = {}  # the modes of one process kind: workload (crossover's @bN), framework, threads
+        for c in mine:
+            if c.run_id == run:
+                groups.setdefault((c.workload, c.framework, c.threads), []).append(c)
+        picks = [quoted(g, {c.key: samples.get((run, c.key), []) for c in g}) for g in groups.values()]
+        if found := [c for c in picks if c is not None]:
+            return min(found, key=lambda c: c.median_s)
+    return None
 
 
 def measured_peaks(cells, batch: int, predicted: dict[str, int] | None = None) -> dict[str, int]:
