@@ -86,3 +86,11 @@ def test_a_laptop_gpus_run_is_not_predicted_as_the_desktop_part(monkeypatch):
         f"no prediction for {model}: it is not in dlperf's GPU table, whose RTX 4090 is another part (dlperf predict "
         f"--list-gpus); give its figures with --gpu-specs FILE.csv, in a row named {model!r}"
     ]
+
+
+@pytest.mark.parametrize(("cuda", "name"), TABLE)
+def test_a_gpu_typed_as_nvidia_smi_names_it_is_the_row_run_maps_it_to(cuda, name):
+    """`--gpu "NVIDIA H100 80GB HBM3"` (nvidia-smi's and CUDA's name for the H100 SXM) was "unknown GPU", though `run`
+    maps that name to H100-SXM5-80GB: `lookup` reads the same names (`_CUDA_NAMES`)."""
+    assert gpus.lookup(cuda).name == name == gpus.for_device(cuda).name
+    assert gpus.parse_gpus(f" {cuda} ") == (gpus.lookup(name),)  # as --gpu reads it

@@ -243,14 +243,18 @@ class AmbiguousGPU(UsageError):
 
 
 def lookup(name: str, flag: str = "--gpu") -> GPU:
-    """The GPU called `name`: an exact match after normalizing, else the only GPU that every word of `name` fits (in
-    any order, each the start of a word of its name or its memory: "4090", "A100 80GB", "h100 sxm"); else a one-line
+    """The GPU called `name`: an exact match after normalizing, or the name nvidia-smi and CUDA give it (`_CUDA_NAMES`:
+    "NVIDIA H100 80GB HBM3" is the H100-SXM5-80GB, as `run` maps the device), else the only GPU that every word of
+    `name` fits (in any order, each the start of a word of its name or its memory: "4090", "A100 80GB", "h100 sxm");
+    else a one-line
     UsageError listing every candidate (several fit) or the nearest names (none does), naming `flag`: a command's
     (`--gpu 'Z9000'`), a Python caller's argument (`'Z9000' in gpus`), or none ('')."""
     key = _key(name)
     by_key = _by_key()
     if key in by_key:
         return by_key[key]
+    if key in _aliases():  # what nvidia-smi and CUDA call it ("NVIDIA H100 80GB HBM3"), as `run` maps it
+        return own(_aliases()[key])
     fitting = candidates(name) or [g for k, g in by_key.items() if key and k.startswith(key)]
     if len(fitting) == 1:
         return fitting[0]
@@ -355,8 +359,13 @@ def for_device(cuda_name: str) -> GPU | None:
     found = known(cuda_name)
     if found is not None:
         return found
-    aliases = {_key(cuda): name for cuda, name in _CUDA_NAMES.items()}
-    return own(aliases[_key(cuda_name)]) if _key(cuda_name) in aliases else None
+    return own(_aliases()[_key(cuda_name)]) if _key(cuda_name) in _aliases() else None
+
+
+def _aliases() -> dict[str, str]:
+    """`_CUDA_NAMES` by normalized name (`_key`): what `for_device` and `lookup` (a --gpu typed as nvidia-smi says it)
+    read alike."""
+    return {_key(cuda): name for cuda, name in _CUDA_NAMES.items()}
 
 
 def unmatched(cuda_name: str) -> str:
