@@ -39,6 +39,8 @@ def test_seconds_have_three_significant_figures_at_every_size():
     # a time that rounds up to the next unit is said in it, with three figures: not "1000 µs", "100.0 ms"
     assert [seconds(v) for v in (0.0009996, 0.09996, 9.9996e-7, 999.96, 0.00099949)] == [
         "1.00 ms", "0.100 s", "1.00 µs", "16.7 min", "999 µs"]  # fmt: skip
+    # under a microsecond in ns: a batch-1 copy over the host link printed "0.00813 µs"
+    assert [seconds(v) for v in (8.13e-9, 9.9949e-7, 4e-10)] == ["8.13 ns", "999 ns", "0.400 ns"]
 
 
 def test_no_view_writes_a_slow_step_in_scientific_notation(slow_db, capsys):
