@@ -40,6 +40,8 @@ def test_validate_predicts_the_rows_it_can_and_reports_the_others(tmp_path):
 def test_bad_input_is_one_line():
     one_line_error(dlperf("predict", "tiny-fcn-r"), "--gpu")
     one_line_error(dlperf("predict", "tiny-fcn-r", "--gpu", "T4", "--modes", "fp8"), "--modes", "fp8")
+    # --modes "" was taken as every mode (rc 0) where "fp32," is refused: refused too, in one line
+    one_line_error(dlperf("predict", "tiny-fcn-r", "--gpu", "T4", "--modes", ""), "--modes ''", "got nothing")
     one_line_error(dlperf("predict", "no-such-net", "--gpu", "T4"), "no-such-net")
     one_line_error(dlperf("predict", "--validate", "/nonexistent.csv"), "cannot read")
 

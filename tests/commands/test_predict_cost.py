@@ -32,6 +32,11 @@ def test_json_and_no_measured_cpu_step_says_how_to_measure_it(tmp_path):
     assert got["samples"] == 2048 and got["cpu_measured"] is None and got["fastest"]["gpu"] == "T4"
     assert got["rows"][0]["price"]["low"] == 0.5904 and got["rows"][0]["cost_usd"][0] > 0
     assert "dlperf run --workloads fcn-r --devices cpu" in got["cpu_how"]
+    # the uncertainty and the notes the text prints, as advise's JSON holds them (they were left out)
+    from dlperf.predict.roofline import uncertainty
+
+    assert got["uncertainty"] == uncertainty() and any(n.startswith("counted at batch 1024") for n in got["notes"])
+    assert any(n.startswith("the uncertainty was measured on published steps") for n in got["notes"])
     # at another batch, the crossover that measures it: at that batch (its own batches are powers of two)
     proc = dlperf("predict", "fcn-r", "--gpu", "T4", "--modes", "fp32", "--cost", "--samples", "2048", "--batch", "48",
                   "--format", "json", cwd=tmp_path, env=NO_FILE)  # fmt: skip

@@ -39,7 +39,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", nargs="?", help="a built-in workload (dlperf list) or a user's file.py:factory")
     p.add_argument("--gpu", help=f"comma list of GPUs of the table (--list-gpus), e.g. {','.join(BRACKET)}; "
                    f"{NAMED_HELP}")  # fmt: skip
-    p.add_argument("--modes", help="comma list of fp32, tf32, bf16, fp16 (default: all)")
+    p.add_argument("--modes", type=given("--modes", "a comma list of modes, e.g. fp32,bf16"),
+                   help="comma list of fp32, tf32, bf16, fp16 (default: all)")  # fmt: skip
     p.add_argument("--batch", type=batch("--batch", most=MAX_BATCH),
                    help=f"the mini-batch (default: the workload's), 1 to {MAX_BATCH:,}: counted on fake tensors, not "
                    f"measured here, so past the {FIT_MAX_BATCH:,} of advise, crossover and fit")  # fmt: skip
@@ -305,11 +306,14 @@ def show_cost(args, workload, predictions, work, deadline, notes) -> int:
     price = KWH_PRICE if args.kwh_price is None else args.kwh_price
     x.cpu = cost.cpu_cost(cell, samples, watts, price, steps=steps) if cell else None
     how = None if cell else view.how_to_measure(workload, where, no_room_here(workload, predicted))
-    if args.format == "json":
+    if args.format == "json":  # the uncertainty and the notes as the text prints them, as advise's JSON has them
         import json
 
+        from dlperf.predict.roofline import uncertainty
+
         write_stdout(json.dumps({**cost.to_json(x), "cpu_how": how, "cpu_doubts": view.cpu_doubts(cell),
-                                 "not_used": others}, indent=1) + "\n", "the costs")  # fmt: skip
+                                 "not_used": others, "uncertainty": uncertainty(),
+                                 "notes": [*view.notes(x), *notes]}, indent=1) + "\n", "the costs")  # fmt: skip
         return 0
     # every GPU left out: no empty table, the lines say why
     notes = [*view.cpu_doubts(cell), *others, *view.notes(x), *notes]
