@@ -183,7 +183,7 @@ def compute_waves(op: Op, rate: float, sms: int) -> float:
 
 def op_time(op: Op, gpu: GPU, mode: str, eff: Efficiency = EFFICIENCY) -> tuple[float, float, float]:
     """One call of `op`: its compute time (in waves, on the faster of the units it may run on: `units`), its memory
-    time (its blocks' share of the bandwidth), and its fixed kernel cost."""
+    time (the bandwidth, or what its few blocks pull: `memory_time`), and its fixed kernel cost."""
     sms = sm_count(gpu)
     compute = 0.0
     if op.flops:
