@@ -84,6 +84,7 @@ def test_a_batch_past_the_largest_counted_is_one_line():
         one_line_error(dlperf("predict", "tiny-fcn-r", "--gpu", "T4", "--batch", batch), "--batch", "1,048,576")
 
 
+@pytest.mark.serial  # two timings compared: alone, after the rest (it failed once beside a busy test's load)
 def test_a_million_rows_are_refused_in_the_time_a_few_take(tmp_path):
     """The file is streamed and refused at its 10,001st row; a few rows of networks dlperf does not build take the
     same start-up and reading, so the million may take at most 3 times as long."""
