@@ -143,3 +143,19 @@ def test_a_cp_of_a_file_being_measured_is_not_said_to_be_measured_by_its_process
         assert (row["state_label"], row["measured_by"]) == ("running when copied", None)
     with pytest.raises(Accepted):  # its process gone: the copy is stopped, and resumed
         api.resume(str(copy), dry_run=True)
+
+
+def test_a_cp_of_a_file_being_measured_then_merged_is_refused_too(tmp_path, accepted):
+    """`cp live.db snap.db; dlperf merge snap.db`: snap.db's lease names the process measuring live.db, which holds
+    snap.db not open; read as no process at the source, --resume was accepted "apart" while it measured the cells."""
+    import shutil
+
+    src, snap, target = tmp_path / "live.db", tmp_path / "snap.db", tmp_path / "m.db"
+    with measured_in_a_child(lambda: begun(src, HERE, {})):
+        shutil.copy(src, snap)
+        merge.merge([str(snap)], str(target))
+        said: list[str] = []
+        for dry_run in (True, False):
+            with pytest.raises(UsageError, match=r"is measuring it still: resumed here, the two would time"):
+                api.resume(str(target), dry_run=dry_run, warn=said.append)
+        assert not said, said

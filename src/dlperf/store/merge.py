@@ -293,7 +293,11 @@ def _source_state(db: str, run_id: int, started_at: str) -> tuple[str | None, le
         return None, None
     try:
         run = src.run(run_id)
-        return (run.status, src.measured_by(run_id)) if run.started_at == started_at else (None, None)
+        if run.started_at != started_at:
+            return None, None
+        # the process measuring it there, or, where that file is itself a `cp` of one being measured, the process
+        # measuring the file it was copied from: either one measures these cells now
+        return run.status, src.measured_by(run_id) or src.measured_by(run_id, copied=True)
     except (UsageError, sqlite3.Error):  # no such run there now, or a file busy or damaged
         return None, None
     finally:
