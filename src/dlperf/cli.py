@@ -38,7 +38,9 @@ codecs.register_error("dlperf.plain", plain)
 
 def encodable(stream) -> None:
     """`stream` writes what its encoding lacks as `plain` does (Latin-1 keeps "µ", only "→" becomes "->"); a stream
-    that can write both (UTF-8) is left as it is."""
+    that can write both (UTF-8) and would refuse a name that is not UTF-8 (`lat\xe9n.db`, kept as a lone surrogate)
+    writes its bytes as they were typed, so a command it prints names the file (`dlperf list --runs` of such a store
+    was a traceback under a UTF-8 locale; a document written, `output.write_file`, takes the escape `\udce9`)."""
     try:
         "µ→".encode(stream.encoding or "utf-8")
     except UnicodeEncodeError:
@@ -46,6 +48,9 @@ def encodable(stream) -> None:
             stream.reconfigure(errors="dlperf.plain")
     except (LookupError, AttributeError):
         pass
+    else:
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="surrogateescape")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -201,3 +201,19 @@ def test_a_name_that_is_not_utf8_is_written_as_its_escape_not_a_traceback(tmp_pa
         monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="utf-8", errors="strict"))
         write_stdout("lat\udce9n.db\n", "export")
     assert (tmp_path / "out").read_bytes() == b"lat\\udce9n.db\n"
+
+
+def test_a_name_that_is_not_utf8_is_printed_as_typed_on_a_strict_utf8_stream(tmp_path):
+    """Under a UTF-8 locale (stdout strict), `dlperf run --db $'lat\\xe9n.db'` stored its run and then failed at its
+    "stored as run" line, `list --runs` and `compare` of the store too: every print, not only an -o file's."""
+    import io
+
+    from dlperf.cli import encodable
+
+    with open(tmp_path / "out", "wb") as raw:
+        stream = io.TextIOWrapper(raw, encoding="utf-8", errors="strict")
+        encodable(stream)
+        print("--db 'lat\udce9n.db' µs", file=stream)
+        stream.flush()
+        assert (tmp_path / "out").read_bytes() == b"--db 'lat\xe9n.db' \xc2\xb5s\n"  # the byte typed; UTF-8 else
+        stream.detach()
