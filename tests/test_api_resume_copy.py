@@ -15,7 +15,7 @@ from conftest import dlperf, one_line_error
 from dlperf import api
 from dlperf.errors import UsageError
 from dlperf.store import Store, merge
-from store.test_merge_unfinished import begun, measured_in_a_child, process
+from store.test_merge_unfinished import PLAN, begun, measured_in_a_child, process, resumed
 
 HERE = {}  # a machine that records nothing: any machine, this one too (`envinfo.machine_diff`)
 
@@ -159,3 +159,27 @@ def test_a_cp_of_a_file_being_measured_then_merged_is_refused_too(tmp_path, acce
             with pytest.raises(UsageError, match=r"is measuring it still: resumed here, the two would time"):
                 api.resume(str(target), dry_run=dry_run, warn=said.append)
         assert not said, said
+
+
+def test_a_copy_resumed_apart_is_not_refused_for_good_once_its_source_finished(tmp_path, accepted):
+    """A copy resumed here (a process of its own), its source then finished in its own file: --resume named "merging
+    it again brings the copy up to date", a merge that keeps a copy resumed apart as it is; refused for good."""
+    from dlperf.store.process import ProcessMeasurement
+    from dlperf.vocab import Status
+    from report.runs import measured
+
+    src, target = tmp_path / "a.db", tmp_path / "m.db"
+    begun(src, HERE, {}).close()  # its first cell measured, then its process ended
+    merge.merge([str(src)], str(target))
+    store = Store.open(target, create=False)  # resumed here, apart: one process of its own, then interrupted
+    store.acquire(1)
+    samples = [0.5] * 5
+    store.record(1, PLAN[1].cell.key, 0, ProcessMeasurement(status=Status.OK, samples=samples, duration_s=1.0),
+                 measured([samples]))  # fmt: skip
+    store.set_run_status(1, "interrupted")
+    store.close()
+    resumed(src)  # the source finished in its own file
+    said: list[str] = []
+    with pytest.raises(Accepted):
+        api.resume(str(target), dry_run=True, warn=said.append)
+    assert said and "it is resumed here apart from it" in said[0], said

@@ -46,7 +46,7 @@ from dlperf.runner.tasks import Task, processes
 from dlperf.spec import RunSpec, make_spec, probe_trace_dir
 from dlperf.store import Store, lease, now, spill
 from dlperf.store.location import as_called, check_path, db_said_as, given_db, resume_command
-from dlperf.store.merge import at_source
+from dlperf.store.merge import at_source, processes_of
 from dlperf.store.records import CellRecord, RunRecord, in_measured_order
 from dlperf.store.state import made_by, measured_here, run_state, search_of
 from dlperf.vocab import ExitCode, Status
@@ -327,7 +327,7 @@ def _resume(db: str | os.PathLike[str] | None, progress: Any, warn: Callable[[st
     store = Store.open(db, create=False)
     try:
         run = _latest_unfinished(store, db)
-        apart = _resumed_apart(run, db)
+        apart = _resumed_apart(store, run, db)
         spec, env = _resumable(run)
         if not dry_run:
             if spec.profile and spec.trace_dir is not None:  # the traces' folder may be unwritable since
@@ -387,14 +387,14 @@ def _left_aside(run: RunRecord, aside: dict[Path, list[spill.Kept]], mark: dict[
     )
 
 
-def _resumed_apart(run: RunRecord, db: str) -> str | None:
+def _resumed_apart(store: Store, run: RunRecord, db: str) -> str | None:
     """A run merged in from another file (`dlperf merge`) is refused where it goes on there (`merge.at_source`): a
     live process measuring it (the two would measure the same cells at once, each timing the other's load), or complete
     there; merging that file again once it is finished brings the copy up to date. Otherwise it is resumed here apart
     from it: the warning that says so."""
     if run.origin is None:
         return None
-    if found := at_source(run):
+    if found := at_source(run, processes_of(store, run.id)):
         source, holder = found
         there = "where it is complete: merging it again"
         if holder is not None:

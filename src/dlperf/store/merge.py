@@ -268,38 +268,48 @@ def resumed_apart(held: set[tuple], rows: RunRows) -> str | None:
     return f"{plural(here, 'process', 'es')} measured here only, {there} there only"
 
 
-def at_source(run: RunRecord) -> tuple[str, lease.Holder | None] | None:
+def at_source(run: RunRecord, held: set[tuple] = frozenset()) -> tuple[str, lease.Holder | None] | None:
     """Where the run a copy `run` came from (`dlperf merge`) goes on without it: (its file, the live process measuring
-    it there now), or (its file, None) where it is complete there; found by its id and start in the file it was copied
-    from, or for a copy of a copy in the file that one was. None where neither holds (its process gone, unfinished),
-    its file is gone or unreadable, or `run` is no copy (a Ray node's run goes on over the cluster)."""
+    it there now), or (its file, None) where it is complete there and the copy (its processes `held`,
+    `processes_of`) holds none of its own: a copy resumed here apart from it is finished here (a merge keeps it as it
+    is, so "merge it again" would refuse it for good). Found by its id and start in the file it was copied from, or
+    for a copy of a copy in the file that one was. None where neither holds (its process gone, unfinished), its file
+    is gone or unreadable, or `run` is no copy (a Ray node's run goes on over the cluster)."""
     origin = run.origin
     while origin is not None and not str(origin.db).startswith(RAY_ORIGIN):
-        status, holder = _source_state(origin.db, origin.run_id, run.started_at)
-        if holder is not None or status == "complete":
+        status, holder, theirs = _source_state(origin.db, origin.run_id, run.started_at)
+        if holder is not None or (status == "complete" and not held - theirs):
             return origin.db, holder
         origin = origin.origin
     return None
 
 
-def _source_state(db: str, run_id: int, started_at: str) -> tuple[str | None, lease.Holder | None]:
-    """(its status, the live process measuring it) of run `run_id` of the file `db`, where that run began at
-    `started_at`; (None, None) where the file or the run is not there, or cannot be read."""
+def processes_of(store: Store, run_id: int) -> set[tuple]:
+    """The run's processes as a merge tells them apart (cell, repeat, steps): what `at_source` compares."""
+    return {_process(m) for m in store.rows("measurements", run_id)}
+
+
+def _source_state(db: str, run_id: int, started_at: str) -> tuple[str | None, lease.Holder | None, set[tuple]]:
+    """(its status, the live process measuring it, its processes where it is complete) of run `run_id` of the file
+    `db`, where that run began at `started_at`; (None, None, set()) where the file or the run is not there, or cannot
+    be read."""
+    nothing: tuple[None, None, set[tuple]] = None, None, set()
     if not os.path.isfile(db):
-        return None, None
+        return nothing
     try:
         src = Store.open(db, create=False)
     except UsageError:
-        return None, None
+        return nothing
     try:
         run = src.run(run_id)
         if run.started_at != started_at:
-            return None, None
+            return nothing
         # the process measuring it there, or, where that file is itself a `cp` of one being measured, the process
         # measuring the file it was copied from: either one measures these cells now
-        return run.status, src.measured_by(run_id) or src.measured_by(run_id, copied=True)
+        holder = src.measured_by(run_id) or src.measured_by(run_id, copied=True)
+        return run.status, holder, processes_of(src, run_id) if run.status == "complete" else set()
     except (UsageError, sqlite3.Error):  # no such run there now, or a file busy or damaged
-        return None, None
+        return nothing
     finally:
         src.close()
 
