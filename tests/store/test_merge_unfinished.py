@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from conftest import dlperf
-from dlperf.store import Store
+from dlperf.store import Store, merge
 from dlperf.store.process import ProcessMeasurement
 from dlperf.vocab import Status
 from report.runs import MACHINE, cell, measured
@@ -276,3 +276,55 @@ def test_a_stale_copy_of_a_run_its_copy_here_holds_complete_is_skipped_as_furthe
         again = dlperf("merge", str(src), db=target)
         assert again.stdout.splitlines() == [f"{src} run 1 already present as run 1: skipped"]
         assert runs_whole(target) == before  # its origin's stopped mark too
+
+
+def _merged(tmp_path, files, target) -> tuple[list[str], str, int]:
+    lines: list[str] = []
+    merge.merge(list(map(str, files)), str(target), report=lines.append, warn=lines.append)
+    store = Store.open(target, create=False)
+    try:
+        return (
+            [line.replace(f"{tmp_path}/", "") for line in lines],
+            store.run(1).status,
+            len(store.rows("measurements", 1)),
+        )
+    finally:
+        store.close()
+
+
+def test_a_stale_cp_beside_a_copy_interrupted_since_is_no_news_and_no_apart(tmp_path):
+    """A `cp` made while the run measured ("running", 1 process) merged beside a copy of the same run interrupted
+    since (3 processes): its status alone read as news, so every merge warned the two "were each resumed apart"; of
+    equal processes, the copy's status flipped (interrupted -> running -> interrupted) on every merge (review)."""
+
+    src, snap, target = tmp_path / "a.db", tmp_path / "snap.db", tmp_path / "m.db"
+    with measured_in_a_child(lambda: begun(src)):
+        shutil.copy(src, snap)  # 1 process, running
+    store = Store.open(src, create=False)  # resumed in its own file: 2 more processes, then Ctrl-C
+    store.acquire(1)
+    store.set_run_status(1, "running")
+    process(store, 1, 1)
+    process(store, 1, 2)
+    store.set_run_status(1, "interrupted")
+    store.close()
+    _merged(tmp_path, [src], target)
+    for _ in range(2):
+        lines, status, processes = _merged(tmp_path, [snap], target)
+        assert lines == ["snap.db run 1 already present as run 1: skipped: the copy here is further along (2 more "
+                         "processes)"] and (status, processes) == ("interrupted", 3)  # fmt: skip
+
+
+def test_a_stale_cp_of_as_many_processes_does_not_flip_the_copys_status(tmp_path):
+
+    src, snap, target = tmp_path / "a.db", tmp_path / "snap.db", tmp_path / "m.db"
+    with measured_in_a_child(lambda: begun(src)):
+        shutil.copy(src, snap)
+    store = Store.open(src, create=False)  # its process gone: resumed, then Ctrl-C before another process
+    store.acquire(1)
+    store.set_run_status(1, "running")
+    store.set_run_status(1, "interrupted")
+    store.close()
+    _merged(tmp_path, [src], target)
+    for files in ([snap], [src], [snap, src]):
+        lines, status, _ = _merged(tmp_path, files, target)
+        assert status == "interrupted" and not [line for line in lines if "->" in line], lines

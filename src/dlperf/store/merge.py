@@ -230,7 +230,9 @@ def copy_run(rows: RunRows, dst: Store, source: Source) -> Copied:
 def news_since_copy(dst: Store, copy_id: int, rows: RunRows, held: set[tuple]) -> str | None:
     """What the source's run has that its copy here (holding the processes `held`) lacks, in words ("3 more processes,
     1 more profile, interrupted -> complete"); None when the copy is up to date (or ahead: a source is never taken
-    back)."""
+    back). Its status alone is news where it finished there or the copy was taken while it ran: a stale file (a `cp`
+    made while the run measured, "running") beside a copy interrupted since read "interrupted -> running", then
+    "running -> interrupted" from the newer file, flipping the copy on every merge."""
     processes = sum(_process(m) not in held for m in rows.measurements)
     profiled = {p.get("cell_key") for p in dst.rows("profiles", copy_id)}
     profiles = sum(p.get("cell_key") not in profiled for p in rows.profiles)
@@ -239,7 +241,7 @@ def news_since_copy(dst: Store, copy_id: int, rows: RunRows, held: set[tuple]) -
     was, became = dst.run(copy_id).status, rows.run.get("status")
     counted = ((cells, "more cell", "s"), (processes, "more process", "es"), (profiles, "more profile", "s"))
     parts = [plural(n, word, suffix) for n, word, suffix in counted if n]
-    if was != became and was != "complete":
+    if was != became and was != "complete" and (parts or became == "complete" or was == "running"):
         parts.append(f"{was} -> {became}")
     return ", ".join(parts) or None
 
