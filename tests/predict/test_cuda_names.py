@@ -94,3 +94,11 @@ def test_a_gpu_typed_as_nvidia_smi_names_it_is_the_row_run_maps_it_to(cuda, name
     maps that name to H100-SXM5-80GB: `lookup` reads the same names (`_CUDA_NAMES`)."""
     assert gpus.lookup(cuda).name == name == gpus.for_device(cuda).name
     assert gpus.parse_gpus(f" {cuda} ") == (gpus.lookup(name),)  # as --gpu reads it
+
+
+def test_a_name_without_its_vendor_word_is_no_cuda_name_and_stays_ambiguous():
+    """`--gpu H200` (the SXM part and the H200 NVL fit it) resolved silently to the SXM part once lookup read CUDA's
+    names with their vendor word dropped ("NVIDIA H200" is the SXM's): refused as ambiguous again, as the docs say."""
+    with pytest.raises(gpus.AmbiguousGPU, match=r"'H200' is ambiguous: H200-SXM-141GB, H200 NVL"):
+        gpus.lookup("H200")
+    assert gpus.lookup("nvidia h200").name == "H200-SXM-141GB"  # CUDA's name, in any case

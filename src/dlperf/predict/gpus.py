@@ -253,8 +253,8 @@ def lookup(name: str, flag: str = "--gpu") -> GPU:
     by_key = _by_key()
     if key in by_key:
         return by_key[key]
-    if key in _aliases():  # what nvidia-smi and CUDA call it ("NVIDIA H100 80GB HBM3"), as `run` maps it
-        return own(_aliases()[key])
+    if (typed := _spelled(name)) in _cuda_spelled():  # what nvidia-smi and CUDA call it ("NVIDIA H100 80GB HBM3"),
+        return own(_cuda_spelled()[typed])  # as `run` maps it: with its vendor word, so "H200" stays ambiguous
     fitting = candidates(name) or [g for k, g in by_key.items() if key and k.startswith(key)]
     if len(fitting) == 1:
         return fitting[0]
@@ -360,6 +360,17 @@ def for_device(cuda_name: str) -> GPU | None:
     if found is not None:
         return found
     return own(_aliases()[_key(cuda_name)]) if _key(cuda_name) in _aliases() else None
+
+
+def _spelled(name: str) -> str:
+    """A name as typed, but for case and punctuation: its vendor word kept (`_key` drops it)."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _cuda_spelled() -> dict[str, str]:
+    """`_CUDA_NAMES` by `_spelled` name: a --gpu typed as CUDA names a device resolves as `run` maps it, and only so
+    ("H200" alone, which the H200 NVL fits too, was taken for the SXM part CUDA calls "NVIDIA H200")."""
+    return {_spelled(cuda): name for cuda, name in _CUDA_NAMES.items()}
 
 
 def _aliases() -> dict[str, str]:
