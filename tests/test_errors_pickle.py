@@ -20,6 +20,7 @@ from dlperf.store.location import StoreGone
         (StoreGone("the store moved", Path("/tmp/moved.db")), ("now_at",)),
         (StoreGone("the store moved", None), ("now_at",)),
         (RunInterrupted(2, "/tmp/r.db"), ("run_id", "db")),
+        (RunInterrupted(2, "/tmp/r.db", "r.db: could not store its status (disk full)"), ("run_id", "db", "unstored")),
     ],
 )
 def test_an_error_pickles_and_copies_as_it_was_raised(error, fields):

@@ -186,8 +186,7 @@ def predict_first(session: Session, plan: Plan, warn: Callable[[str], None], db:
         session.warm_up(plan.tasks)
         predict(session, plan, warn)
     except KeyboardInterrupt:
-        session.interrupted()
-        raise RunInterrupted(session.run_id, db) from None
+        raise RunInterrupted(session.run_id, db, session.interrupted()) from None
 
 
 def predict(session: Session, plan: Plan, warn: Callable[[str], None]) -> None:
@@ -552,8 +551,8 @@ def _execute(session: Session, tasks: list[Task], plan: Plan, progress, db: str,
 
     try:
         statuses = session.measure(tasks, display, to_profile=to_profile)
-    except Interrupted:
-        raise RunInterrupted(session.run_id, db) from None
+    except Interrupted as stopped:
+        raise RunInterrupted(session.run_id, db, stopped.unstored) from None
     except Exception:  # a fault of dlperf's or the caller's display: resumable, not "stopped" with its process alive
         with contextlib.suppress(Exception):  # where the store is what failed, its own error is the one to say
             session.interrupted()

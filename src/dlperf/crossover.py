@@ -248,7 +248,8 @@ def _crossover(opts: Options, db: str | None, argv, progress_factory, warn, made
                 _prediction(n, gpu, cpu.cell(n.batch, threads).key, user_batch) for n in counted for gpu in gpus
             ])  # fmt: skip
             cpu.measure(left, last=True)
-        except Interrupted:
+        except Interrupted as stop:
+            notes += stop.notes()
             return replace(_interrupted(session, threads is not None, notes), first_s=cpu.first_s)
         except NoCpuStep as exc:
             session.complete()

@@ -51,15 +51,26 @@ def left_out(fault: StoreFault) -> None:
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C (or SIGTERM, SIGHUP) stopped a stored run: what had finished is kept, no child is left, the run is
     marked interrupted and `dlperf.resume` (`dlperf run --resume`) goes on with it. A KeyboardInterrupt, so a
-    caller's loop of `dlperf.run` stops as Python code does at Ctrl-C; `run_id` and `db` name the run."""
+    caller's loop of `dlperf.run` stops as Python code does at Ctrl-C; `run_id` and `db` name the run. `unstored`:
+    the store's line where it refused to mark the run interrupted (a full disk): the run then reads as stopped once
+    this process is gone, which `dlperf.resume` takes up all the same."""
 
-    def __init__(self, run_id: int, db: str) -> None:
+    def __init__(self, run_id: int, db: str, unstored: str | None = None) -> None:
+        then = unstored_note(unstored, "dlperf.resume")
         super().__init__(f"run {run_id} of {db!r} was interrupted: what had finished is stored, and "
-                         f"dlperf.resume(db={db!r}) goes on with it")  # fmt: skip
-        self.run_id, self.db = run_id, db
+                         f"dlperf.resume(db={db!r}) goes on with it{then}")  # fmt: skip
+        self.run_id, self.db, self.unstored = run_id, db, unstored
 
     def __reduce__(self):  # pickled (a process pool's worker) or copied as made: its args are the message alone
-        return type(self), (self.run_id, self.db)
+        return type(self), (self.run_id, self.db, self.unstored)
+
+
+def unstored_note(unstored: str | None, resume: str = "--resume") -> str:
+    """'', or what an interrupted run's line adds where its status could not be stored (`RunInterrupted.unstored`):
+    the run then reads as stopped, which `resume` takes up as it does an interrupted one."""
+    if unstored is None:
+        return ""
+    return f"; its status could not be stored ({unstored}): it reads as stopped, which {resume} takes up as well"
 
 
 class UnreadableRow(StoreFault):

@@ -209,8 +209,8 @@ class Searcher:
                 self.loader = self._loader_search(best).run()
             self.session.complete()
         except (Interrupted, KeyboardInterrupt) as stop:  # KeyboardInterrupt: a Ctrl-C between rounds, outside a sweep
-            if not isinstance(stop, Interrupted):
-                self.session.interrupted()  # as a sweep sets it: the run was interrupted, not left running
+            # as a sweep sets it: the run was interrupted, not left running (where the store refused that, said)
+            self.notes += (stop if isinstance(stop, Interrupted) else Interrupted(self.session.interrupted())).notes()
             self.interrupted = self.under_way
             pending = [c.mode for c in self.session.cells() if c.status == Status.PENDING]  # cut short, or after
             left = f"; {', '.join(pending)} not measured" if pending else ""

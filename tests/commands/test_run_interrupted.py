@@ -110,3 +110,38 @@ def test_the_interrupt_line_says_how_many_cells_measured_failed(tmp_path):
                  CellFigures(status=Status.FAILED, error="killed"))  # fmt: skip
     store.close()
     assert stored_cells(db, run_id) == "2 of 3 cells measured, 1 of them failed, are stored in run 1"
+
+
+def test_an_interrupt_on_a_full_disk_still_says_interrupted_and_the_resume_command(monkeypatch, capsys, tmp_path):
+    """SIGTERM while the disk was full: the store refused the run's "interrupted" status, and its StoreFault, raised
+    in the sweep's `except KeyboardInterrupt`, replaced the interrupt: exit 2 with only "could not store run 1's
+    status", no interrupted line and no resume command. It now exits 130 with the line, saying the status was not
+    stored; the run reads as stopped, and --resume takes it up."""
+    from conftest import require
+    from dlperf.errors import StoreFault
+    from dlperf.runner import sweep
+
+    require("torch")
+    db = tmp_path / "d.db"
+    monkeypatch.setattr(sweep, "run_task", interrupted)
+    status = Store.set_run_status
+
+    def full(store, run_id, value):
+        if value == "interrupted":
+            raise StoreFault(f"--db {str(db)!r}: could not store run {run_id}'s status (database or disk is full)")
+        return status(store, run_id, value)
+
+    monkeypatch.setattr(Store, "set_run_status", full)
+    argv = ["run", "--workloads", "tiny-fcn-r", "--threads", "1", "--no-predict", "--no-loss-check", "--db", str(db)]
+    assert main(argv) == ExitCode.INTERRUPTED
+    assert last_line(capsys) == (
+        f"dlperf: interrupted; no cell was measured yet: run 1 holds its plan of 1 cell; its status could not be "
+        f"stored (--db {str(db)!r}: could not store run 1's status (database or disk is full)): it reads as stopped, "
+        f"which --resume takes up as well. Continue with: dlperf run --resume --db {db}"
+    )
+    monkeypatch.setattr(Store, "set_run_status", status)
+    store = Store.open(db, create=False)
+    try:
+        assert store.run(1).status == "running"  # stopped once its process is gone: what --resume takes up
+    finally:
+        store.close()

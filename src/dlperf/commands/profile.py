@@ -91,7 +91,8 @@ def _run(args) -> int:
             max_trace_mib=args.max_trace_mib,
         )  # fmt: skip
     except RunInterrupted as stopped:
-        say_interrupted(stored_cells(db, stopped.run_id, profiled=True), f"Continue with: {resume_command(db)} "
+        stored = stored_cells(db, stopped.run_id, profiled=True, unstored=stopped.unstored)
+        say_interrupted(stored, f"Continue with: {resume_command(db)} "
                         "(it measures and profiles the cells left, then prints every cell's profile)")  # fmt: skip
         return ExitCode.INTERRUPTED
     finished = (f"run {outcome.run_id} is complete and stored", see_it(db, outcome.run_id, "--explain"))

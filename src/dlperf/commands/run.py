@@ -259,7 +259,9 @@ def _run(args) -> int:
     try:
         outcome = measure(args, db)
     except RunInterrupted as stopped:  # the run stored: what it keeps, and how to go on
-        say_interrupted(stored_cells(db, stopped.run_id), f"Continue with: {resume_command(db)}")
+        say_interrupted(
+            stored_cells(db, stopped.run_id, unstored=stopped.unstored), f"Continue with: {resume_command(db)}"
+        )
         return ExitCode.INTERRUPTED
     except KeyboardInterrupt:  # planning (a new run's, before it is stored; --resume's, before its first process)
         if args.dry_run:
@@ -375,9 +377,16 @@ def see_it(db: str, run_id: int, *flags: str) -> str:
     return f"See it with: {program()} {shlex.join(['table', '--run', str(run_id), *flags, '--db', db])}"
 
 
-def stored_cells(db: str, run_id: int, profiled: bool = False) -> str:
+def stored_cells(db: str, run_id: int, profiled: bool = False, unstored: str | None = None) -> str:
     """What an interrupted run kept, counted from its store: '2 of 4 cells measured are stored in run 3' (`profiled`:
-    '..., 1 of them profiled, ...'), or that none was, the run holding its plan for --resume."""
+    '..., 1 of them profiled, ...'), or that none was, the run holding its plan for --resume; `unstored`: why its
+    status could not be stored (`RunInterrupted.unstored`), said after it."""
+    from dlperf.errors import unstored_note
+
+    return _stored_cells(db, run_id, profiled) + unstored_note(unstored)
+
+
+def _stored_cells(db: str, run_id: int, profiled: bool) -> str:
     from dlperf.measure.units import agreeing, plural
     from dlperf.store import Store
     from dlperf.store.state import run_state

@@ -140,8 +140,9 @@ class Session:
     def complete(self) -> None:
         self.store.set_run_status(self.run_id, "complete")
 
-    def interrupted(self) -> None:
-        self.store.set_run_status(self.run_id, "interrupted")
+    def interrupted(self) -> str | None:
+        """The run marked interrupted; why it could not be, where the store refused it (`sweep.mark_interrupted`)."""
+        return sweep.mark_interrupted(self.store, self.run_id)
 
 
 def _pending(cells: list[Cell], workloads: dict[str, dict]) -> list[PlannedCell]:

@@ -39,7 +39,27 @@ from dlperf.vocab import Parallel, Status
 
 
 class Interrupted(Exception):
-    """Ctrl-C, SIGTERM or SIGHUP during a sweep."""
+    """Ctrl-C, SIGTERM or SIGHUP during a sweep. `unstored`: why the run could not be marked interrupted (the store
+    refused the write: a full disk), None where it was."""
+
+    def __init__(self, unstored: str | None = None) -> None:
+        super().__init__(unstored or "interrupted")
+        self.unstored = unstored
+
+    def notes(self) -> list[str]:
+        """A search's note on it, where its status could not be stored; none where it was."""
+        return [f"the run's status could not be stored ({self.unstored}): it reads as stopped"] * bool(self.unstored)
+
+
+def mark_interrupted(store: Store, run_id: int) -> str | None:
+    """The run marked interrupted; where the store refuses it (a full disk, a file made read-only), the store's
+    line, not raised: the interrupt is what the command says (a fault raised from here replaced it, exit 2 and no
+    resume command), and the run, its lease gone with this process, reads as stopped, which --resume takes up too."""
+    try:
+        store.set_run_status(run_id, "interrupted")
+    except StoreFault as exc:
+        return str(exc)
+    return None
 
 
 class SweepContext(Protocol):
@@ -351,8 +371,7 @@ def execute(
         try:
             measure_all(ctx, tasks, progress, to_profile, statuses)
         except KeyboardInterrupt:
-            ctx.store.set_run_status(ctx.run_id, "interrupted")
-            raise Interrupted from None
+            raise Interrupted(mark_interrupted(ctx.store, ctx.run_id)) from None
         if last:
             ctx.store.set_run_status(ctx.run_id, "complete")
     return statuses
