@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shlex
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -45,7 +44,7 @@ from dlperf.runner.sweep import Interrupted
 from dlperf.runner.tasks import Task, processes
 from dlperf.spec import RunSpec, make_spec, probe_trace_dir
 from dlperf.store import Store, lease, now, spill
-from dlperf.store.location import as_called, check_path, db_said_as, given_db, resume_command
+from dlperf.store.location import as_called, check_path, db_flag, db_said_as, given_db, path_word, resume_command
 from dlperf.store.merge import at_source, processes_of
 from dlperf.store.records import CellRecord, RunRecord, in_measured_order
 from dlperf.store.state import made_by, measured_here, run_state, search_of
@@ -400,7 +399,7 @@ def _resumed_apart(store: Store, run: RunRecord, db: str) -> str | None:
             there = (f"where {holder.describe()} is measuring it still: resumed here, the two would time each other's "
                      "load; merging it again once the run is finished")  # fmt: skip
         raise UsageError(f"--resume: run {run.id} of {db} was copied from {source}, {there} brings the copy up to date "
-                         f"(`dlperf merge {shlex.quote(source)} --db {shlex.quote(db)}`)")  # fmt: skip
+                         f"(`dlperf merge {path_word(source)} {db_flag(db)}`)")  # fmt: skip
     return (f"run {run.id} was copied from {run.origin.db} (its run {run.origin.run_id}), where no process measures "
             "it now: it is resumed here apart from it, and a later merge of that file keeps this copy's own "
             "measurements")  # fmt: skip

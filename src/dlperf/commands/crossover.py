@@ -131,10 +131,12 @@ def finished_crossover(result, db: str, drawing: list[str]) -> Said:
     """A Ctrl-C while a finished crossover was printed or drawn: what is stored, and what shows or draws it again."""
     import shlex
 
+    from dlperf.store.location import db_words
+
     run_id = result.run_id
     if result.answer is None:  # no crossover to show: what its failed cells left
         return f"what was measured is stored in run {run_id}", see_it(db, run_id)
-    report = shlex.join(["dlperf", "report", "--run", str(run_id), "-o", "report.html", "--db", db])
+    report = shlex.join(["dlperf", "report", "--run", str(run_id), "-o", "report.html", *db_words(db)])
     if not drawing:
         return f"the crossover is complete and stored in run {run_id}", f"{see_it(db, run_id)}; {report} draws it"
     return (f"the crossover is complete and stored in run {run_id}; its picture was not drawn ({drawing[0]} left as "

@@ -360,9 +360,9 @@ def where_stored(db: str, run_id: int) -> str:
     import shlex
 
     from dlperf.report.compare_side import compare_hint
-    from dlperf.store.location import program
+    from dlperf.store.location import db_words, program
 
-    report = f"{program()} {shlex.join(['report', '--run', str(run_id), '--db', db, '-o', f'run{run_id}.html'])}"
+    report = f"{program()} {shlex.join(['report', '--run', str(run_id), *db_words(db), '-o', f'run{run_id}.html'])}"
     again = see_it(db, run_id).removeprefix("See it with: ")
     stored = f"stored as run {run_id} in {db}: {again} shows it again, {report} draws it"
     return "\n".join([stored, *compare_hint(db, run_id)])
@@ -372,9 +372,9 @@ def see_it(db: str, run_id: int, *flags: str) -> str:
     """What shows a stored run again: its table."""
     import shlex
 
-    from dlperf.store.location import program
+    from dlperf.store.location import db_words, program
 
-    return f"See it with: {program()} {shlex.join(['table', '--run', str(run_id), *flags, '--db', db])}"
+    return f"See it with: {program()} {shlex.join(['table', '--run', str(run_id), *flags, *db_words(db)])}"
 
 
 def stored_cells(db: str, run_id: int, profiled: bool = False, unstored: str | None = None) -> str:

@@ -194,7 +194,7 @@ def compare_hint(db: str, run_id: int) -> list[str]:
     import shlex
 
     from dlperf.store import Store
-    from dlperf.store.location import program
+    from dlperf.store.location import db_words, program
 
     try:
         store = Store.open(db, create=False)
@@ -208,7 +208,7 @@ def compare_hint(db: str, run_id: int) -> list[str]:
     if found is None:
         return []
     earlier, shared = found
-    command = f"{program()} {shlex.join(['compare', str(earlier), str(run_id), '--db', db])}"
+    command = f"{program()} {shlex.join(['compare', str(earlier), str(run_id), *db_words(db)])}"
     verdict = "says whether they changed beyond the noise"
     if min(repeats) < 3:
         verdict = "compares them (measure both with --repeats 3 for a verdict beyond the noise)"

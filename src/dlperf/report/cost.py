@@ -4,11 +4,11 @@ GPU predicted (`predict/cost.py`), this CPU's measured time and energy beside, a
 from __future__ import annotations
 
 import math
-import shlex
 
 from dlperf.measure.units import plural
 from dlperf.predict.cost import TIE
 from dlperf.report.format import duration, seconds
+from dlperf.store.location import db_flag
 
 HEAD = ("GPU", "mode", "step", "samples/s", "time", "cost", "$ per M samples", "$/GPU-hour", "memory")
 
@@ -189,7 +189,7 @@ def how_to_measure(workload, where: str, no_room: str = "") -> str:
         # the workload's own batch (`--batches 64` alone searched the threads at 20 and measured 20 as well)
         b = workload.batch
         run = f"dlperf crossover {workload.source if workload.is_user else workload.name} --batch {b} --batches {b}"
-    return f"{missing}: `{run} --db {shlex.quote(where)}` measures one"  # into the store read: it was ./dlperf.db
+    return f"{missing}: `{run} {db_flag(where)}` measures one"  # into the store read: it was ./dlperf.db
 
 
 def _default_batch(name: str) -> int | None:

@@ -387,6 +387,26 @@ def program() -> str:
     return shlex.quote(script)
 
 
+def db_words(db: str | Path) -> list[str]:
+    """--db and its value as words of a command line dlperf takes back: `--db x.db`, or `--db=-x.db` where the value
+    starts with '-' (`--db -x.db` is --db with no value, the path read as a flag). Every command dlperf prints that
+    names a store by --db (the resume, table, report and compare commands) names it so."""
+    db = str(db)
+    return [f"--db={db}"] if db.startswith("-") else ["--db", db]
+
+
+def db_flag(db: str | Path) -> str:
+    """`db_words`, quoted for a shell: `--db x.db`, `--db=-x.db`, `'--db=-a b.db'`."""
+    return shlex.join(db_words(db))
+
+
+def path_word(path: str | Path) -> str:
+    """A file as one word of a command line, quoted for a shell, that no program reads as an option: `./-x.db` where
+    it starts with '-' (a positional argument of `dlperf merge`, sqlite3's file)."""
+    path = str(path)
+    return shlex.quote(f"./{path}" if path.startswith("-") else path)
+
+
 def resume_command(db: str) -> str:
     """The command that resumes the latest unfinished run of `db`, quoted for a shell, naming the database as the user
     did: `--db`, or `$DLPERF_DB` where that is what named it. Followed literally, it opens this database, never the
@@ -396,13 +416,13 @@ def resume_command(db: str) -> str:
         return f"dlperf.resume(db={db!r})"
     if os.environ.get("DLPERF_DB") == db:
         return f"DLPERF_DB={shlex.quote(db)} {program()} run --resume"
-    return f"{program()} run --resume --db {shlex.quote(db)}"
+    return f"{program()} run --resume {db_flag(db)}"
 
 
 def ray_resume_command(address: str, db: str | Path) -> str:
     """The command that goes on with a `--ray` sweep's unfinished runs over the cluster at `address`, quoted for a
     shell: every line that names it (the interrupt's, a lost node's, a driver Ray ended, the table's note)."""
-    return shlex.join(["dlperf", "run", "--resume", "--ray", address, "--db", str(db)])
+    return shlex.join(["dlperf", "run", "--resume", "--ray", address, *db_words(db)])
 
 
 def unreadable(exc: BaseException, db: str | None) -> str | None:
@@ -411,7 +431,7 @@ def unreadable(exc: BaseException, db: str | None) -> str | None:
     timeout. None for any other error."""
     if not isinstance(exc, sqlite3.DatabaseError):
         return None
-    where, file = (named(db), shlex.quote(db)) if db else ("a store", "FILE")
+    where, file = (named(db), path_word(db)) if db else ("a store", "FILE")
     if "locked" in str(exc):  # SQLITE_BUSY: another program's transaction held it past the timeout; nothing damaged
         return (f"{where}: another program held it locked past the timeout ({exc}), a dlperf writing it or a sqlite3 "
                 "shell left in a transaction; nothing is damaged: run the command again once that is done")  # fmt: skip
