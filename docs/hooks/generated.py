@@ -315,7 +315,9 @@ EXIT_CODES = {
     "all their processes (the table is shown: no verdict is not a pass)",
     "OUTPUT_FAILED": "standard output could not be written (a full disk, a closed terminal), said in one line on "
     "stderr where it can be: the output is cut short, and what the command stored is stored (a run's cells "
-    "included); a failing stderr alone is no failure: warnings and the progress display are dropped",
+    "included); a failing stderr alone is no failure: warnings and the progress display are dropped. An `-o` file "
+    "that ran out of room (a full disk, a quota, `ulimit -f`) is this code too, nothing of it written (one that "
+    "cannot be made, its folder missing or not writable, is bad input: 2)",
     "INTERRUPTED": "interrupted (Ctrl-C, SIGTERM, or SIGHUP when the terminal closes): no process is left, and the "
     "last line says what was kept and what to run next. A sweep (`run`, `profile`, a crossover's batches) keeps what "
     "had finished and `dlperf run --resume` goes on; a search (`optimize`, `fit`, `advise`, a thread search) keeps "

@@ -16,9 +16,9 @@ class BadValue(UsageError, ValueError):
 
 
 class OutputFailed(OSError):
-    """Standard output could not be written (a full disk, a closed terminal): the command's output is cut short. The
-    CLI says so in one line on stderr, where it can, and exits 74 (`ExitCode.OUTPUT_FAILED`); what the command
-    stored is stored."""
+    """Standard output could not be written (a full disk, a closed terminal): the command's output is cut short; or
+    an -o file ran out of room (a full disk, `ulimit -f`), nothing of it written. The CLI says so in one line on
+    stderr, where it can, and exits 74 (`ExitCode.OUTPUT_FAILED`); what the command stored is stored."""
 
 
 class MissingDependency(UsageError):

@@ -351,15 +351,26 @@ def test_export_to_a_full_stdout_says_it_is_cut_short(report_db, tmp_path):
     [(["export", "--samples"], "file.jsonl"), pytest.param(["report"], "file.html", marks=pytest.mark.slow)],
 )
 def test_an_output_file_is_whole_or_absent(report_db, tmp_path, command, name):
+    """A full disk under -o exits 74, as at /dev/full or under standard output: it was 2, bad input, where no input
+    was wrong. A file that cannot be made (its folder missing) is still bad input."""
     out = tmp_path / "out" / name
     out.parent.mkdir()
     proc = dlperf(*command, "-o", out, "--db", report_db, preexec=file_limit(4096))
-    one_line_error(proc, str(out), "nothing was written")
+    output_failed(proc, str(out), "File too large", "nothing was written")
     assert list(out.parent.iterdir()) == []  # no temporary file left either
     out.write_text("the previous one")
-    one_line_error(dlperf(*command, "-o", out, "--db", report_db, preexec=file_limit(4096)), "nothing was written")
+    proc = dlperf(*command, "-o", out, "--db", report_db, preexec=file_limit(4096))
+    output_failed(proc, "nothing was written")
     assert out.read_text() == "the previous one" and list(out.parent.iterdir()) == [out]
     assert dlperf(*command, "-o", out, "--db", report_db).returncode == 0 and out.stat().st_size > 4096
+    one_line_error(dlperf(*command, "-o", tmp_path / "none" / name, "--db", report_db), "does not exist")
+
+
+def output_failed(proc, *fragments) -> None:
+    """An output that could not be written: exit 74 (`ExitCode.OUTPUT_FAILED`), one line, no traceback."""
+    assert proc.returncode == 74, proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("dlperf: error: ") and all(f in line for f in fragments), line
 
 
 def test_a_cell_the_store_refuses_is_kept_and_resume_stores_it(tmp_path):

@@ -3,6 +3,7 @@ that says when it was cut short (`write_stdout`), and the line saying what was w
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
@@ -101,8 +102,15 @@ def umask() -> int:
         return mask
 
 
-def _unwritten(path: str | Path, exc: OSError) -> UsageError:
-    return UsageError(f"-o {str(path)!r}: could not write it ({exc.strerror or exc}); nothing was written")
+NO_ROOM = frozenset(n for n in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EFBIG) if n is not None)
+
+
+def _unwritten(path: str | Path, exc: OSError) -> UsageError | OutputFailed:
+    """An -o file that could not be written, nothing of it left: a write that ran out of room (a full disk, a quota,
+    `ulimit -f`) is the output's failure, exit 74 as at /dev/full or a full disk under standard output (it was 2, bad
+    input, where no input was wrong); a file that cannot be made (a folder missing, no permission) is bad input, 2."""
+    said = f"-o {str(path)!r}: could not write it ({exc.strerror or exc}); nothing was written"
+    return OutputFailed(exc.errno, said) if exc.errno in NO_ROOM else UsageError(said)
 
 
 def write_file(path: str | Path, text: str) -> None:
