@@ -42,6 +42,7 @@ from dlperf.store.location import (
     read_only_wal,
     run_said,
     size_of,
+    unopened,
 )
 from dlperf.store.location import default_db as default_db  # where commands import it from
 from dlperf.store.machine import MachineFigures
@@ -97,7 +98,7 @@ class Store(Copies, MachineFigures):
                     raise
                 conn, version = _connected(uri)  # read as it is: nothing this command reads can change it
         except sqlite3.DatabaseError as exc:
-            raise UsageError(f"{named(path)}: not a dlperf database or corrupt ({exc})") from exc
+            raise UsageError(f"{named(path)}: {unopened(path, exc)}") from exc
         if why := newer_schema(path, version):
             raise UsageError(f"{named(path)}: {why}")
         store = cls(conn, path)

@@ -178,6 +178,9 @@ def unreachable(path: str | Path) -> str | None:
     except OSError as exc:  # not there, or not a directory on the way: the caller says so
         if exc.errno == errno.ENAMETOOLONG:  # where Path.is_dir() and SQLite would raise it again
             return f"a name longer than this system allows ({exc.strerror})"
+        if exc.errno == errno.ELOOP:  # Path.exists() says False: "no such database", SQLite's "unable to open"
+            return (f"its symbolic links go round in a loop ({exc.strerror}), never reaching a file: point the link "
+                    "at the database file")  # fmt: skip
     n = max(len(os.fsencode(os.path.abspath(path))), len(os.fsencode(os.path.realpath(path))))  # through links too
     if n > SQLITE_LONGEST_PATH:  # SQLite said "unable to open", and dlperf "not a dlperf database or corrupt"
         return f"its full path is {n} bytes long, more than SQLite opens ({SQLITE_LONGEST_PATH}): give a shorter one"
@@ -259,6 +262,33 @@ def read_only_wal(path: str) -> str | None:
                          "it may write beside them: open it once where it is writable, or copy it with its -wal file "
                          "there")  # fmt: skip
     return f"{Path(path).absolute().as_uri()}?immutable=1"
+
+
+def unopened(path: str, exc: sqlite3.DatabaseError) -> str:
+    """Why SQLite could not open or read the store at `path`, after `check_path` found nothing wrong: a rollback
+    journal left by a program that stopped mid-write (a hot journal), which SQLite must play back into the file before
+    anything reads it, where the file or its folder may not be written (SQLite's "attempt to write a readonly
+    database", which was said as "not a dlperf database or corrupt"); else the file is no database, or is damaged."""
+    journal = Path(f"{path}-journal")
+    if size_of(journal) > 0 and (why := unwritable_for_rollback(path)):
+        return (f"holds an unfinished transaction, in {str(journal)!r} (a program stopped while it wrote), that "
+                f"SQLite must roll back before the file can be read, and {why}: once it may be written, the next "
+                "command rolls it back; or copy the file and its -journal together to a writable folder and open the "
+                "copy")  # fmt: skip
+    return f"not a dlperf database or corrupt ({exc})"
+
+
+def unwritable_for_rollback(path: str) -> str | None:
+    """What stops SQLite rolling a journal back into the file at `path` (writing the file, then removing the journal
+    from its folder), in words; None where nothing does."""
+    try:
+        os.close(os.open(path, os.O_WRONLY))  # not truncated: only asked; EPERM where the file is immutable
+    except OSError as exc:
+        return f"the file cannot be written ({exc.strerror})"
+    folder = Path(path).absolute().parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"its directory {str(folder)!r} is not writable ({why_unwritable(folder)})"
+    return None
 
 
 def _check_readable(path: str) -> None:
