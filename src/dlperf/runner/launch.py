@@ -30,6 +30,7 @@ from dlperf.protocol import LIFELINE, CellTask, Event, ProbeTask, Task, decode, 
 from dlperf.runner import lifeline, warm
 from dlperf.runner.distributed import python_module, spawn_command, torchrun_command
 from dlperf.runner.environ import cache_env, child_env
+from dlperf.runner.room import NoRoom, no_room
 from dlperf.vocab import OUT_OF_MEMORY_SAID
 
 KILL_GRACE_S = 3.0  # between SIGTERM and SIGKILL
@@ -62,6 +63,7 @@ class ChildResult:
     cold_because: str | None = None  # why a cell's child started cold
     oom_kills: int | None = None  # the kernel's out-of-memory kills while it ran (`system.oom_kills`); None: unknown
     orphaned: bool = False  # killed with the warm parent it was forked from, which died while it ran
+    no_room: NoRoom | None = None  # a failed child's files could not be written: its folder full, or `ulimit -f`
 
     @property
     def crashed_reason(self) -> str | None:
@@ -70,7 +72,7 @@ class ChildResult:
             return None
         if self.returncode < 0:
             return signal_reason(-self.returncode, self.oom_kills, self.stderr_tail)
-        return f"worker exited with code {self.returncode}"
+        return f"worker exited with code {self.returncode}" + (f" ({self.no_room.why})" if self.no_room else "")
 
 
 def signal_reason(signum: int, oom_kills: int | None = None, stderr: str = "") -> str:
@@ -328,6 +330,8 @@ def launch(
             raise ChildInterrupted(events_by_rank(tmpdir, task.DISTRIBUTED)) from None
         if parent is None and isinstance(task, CellTask):
             child = replace(child, cold_because=cold)
+        if child.returncode not in (0, None):  # its files may be what failed (`room.no_room`), looked at before removed
+            child = replace(child, no_room=no_room(tmpdir, full(tmpdir / "stderr.log")))
         return Launched(child, events_by_rank(tmpdir, task.DISTRIBUTED), full(tmpdir / "stderr.log"))
 
 

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from dlperf import envs
-from dlperf.errors import MissingDependency, StoreFault
+from dlperf.errors import MissingDependency, StoreFault, UsageError
 from dlperf.measure.gate import Gate
 from dlperf.measure.system import affinity_cpus, pin_cpus
 from dlperf.modes import Mode, changes_arithmetic, mode_components
@@ -49,6 +49,21 @@ class Interrupted(Exception):
     def notes(self) -> list[str]:
         """A search's note on it, where its status could not be stored; none where it was."""
         return [f"the run's status could not be stored ({self.unstored}): it reads as stopped"] * bool(self.unstored)
+
+
+class OutOfRoom(UsageError):
+    """A cell's worker could not write its files (`room.no_room`: its temporary folder full, `ulimit -f`): every
+    cell's would fail alike, so the sweep stops there, the cell left pending for `dlperf run --resume`, as a store that
+    refuses a write stops it (one line, exit 2)."""
+
+
+def room_checked(launched: Launched, task: Task, ctx: SweepContext) -> Launched:
+    """`launched`, unless its child failed for want of room to write (`OutOfRoom`)."""
+    if launched.child.no_room is None:
+        return launched
+    raise OutOfRoom(f"{task.cell.label} not measured: {launched.child.crashed_reason}; every cell's worker would fail "
+                    f"alike, so the sweep stopped: {launched.child.no_room.fix}, then "
+                    f"`{resume_command(ctx.store.path)}` measures the cells left")  # fmt: skip
 
 
 def mark_interrupted(store: Store, run_id: int) -> str | None:
@@ -147,13 +162,14 @@ def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None], group_of: 
         launched, notes = unsuspended(lambda: launch(child_task(task, ctx), python, cell.threads, timeout,
                                                      nproc=cell.nproc // rdzv.nnodes, rdzv=rdzv, job_id=job,
                                                      poll=poll), again=rdzv.nnodes == 1)  # fmt: skip
-        return noted(ddp_outcome(launched, timeout), notes)
+        return noted(ddp_outcome(room_checked(launched, task, ctx), timeout), notes)
     compiling, deadline = CompileWatch(ctx.spec.compile_timeout), Deadline(ctx.deadline)
     threads = cell.threads * max(1, cell.nproc)  # MirroredStrategy: every replica's threads, in one process
     child, watch = group_of.tasks[k] if group_of else child_task(task, ctx), lambda new: compiling(new) or deadline(new)
     if group_of is not None:  # its --timeout covers the waits for the group's other cells as well
         timeout, watch = timeout * len(group_of.tasks), group_of.watch(k, watch)
     launched, notes = unsuspended(lambda: launch(child, python, threads, timeout, poll=poll, watch=watch))
+    launched = room_checked(launched, task, ctx)
     return noted(collect.measurement(launched.main, launched.child, timeout), notes)
 
 
