@@ -48,3 +48,31 @@ def test_a_path_longer_than_sqlite_opens_is_said_so(tmp_path):
     assert unreachable(fits) is None
     said = f"its full path is {len(over)} bytes long, more than SQLite opens (504): give a shorter one"
     assert unreachable(over) == said
+
+
+def test_a_store_name_too_long_for_the_files_beside_it_is_refused_in_one_line(tmp_path):
+    """A --db of 250 bytes, legal, was a traceback (OSError: File name too long: '...db-journal'), and one of 245 lost
+    the measurement the store refused ("it could not be kept either"): refused before anything runs, naming the
+    limit; a read needs only the journal's name to fit."""
+    import pytest
+
+    from dlperf.errors import UsageError
+    from dlperf.store import Store
+    from dlperf.store.location import check_path, name_too_long
+
+    def named(n: int) -> str:
+        return str(tmp_path / ("n" * (n - 3) + ".db"))
+
+    assert name_too_long(named(241), create=True) is None and name_too_long(named(247), create=False) is None
+    assert name_too_long(named(242), create=True) == (
+        "its file name is 242 bytes long: the file that keeps what the store refuses, NAME.unsaved.jsonl, would be "
+        "256, past the 255 bytes this file system allows a name; give a name of at most 241 bytes"
+    )
+    assert name_too_long(named(248), create=False).startswith(
+        "its file name is 248 bytes long: SQLite's journal beside it, NAME-journal, would be 256, past the 255 bytes"
+    )
+    for n, create in ((250, False), (250, True), (245, True)):
+        with pytest.raises(UsageError, match=rf"^--db '.*': its file name is {n} bytes long: .*give a name of at most"):
+            Store.open(named(n), create=create)
+    assert not list(tmp_path.iterdir())
+    check_path(named(241), create=True)  # the longest allowed

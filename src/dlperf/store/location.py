@@ -152,7 +152,7 @@ def check_path(path: str, *, create: bool, made_by: str = "dlperf run") -> None:
     """What opening `path` would meet, said in one line before anything opens it (or, for `dlperf run`, plans): a
     directory on the way this user may not enter, no file to read (`made_by`: the command that would have stored what
     was asked for), a file that cannot be read or written."""
-    if why := unreachable(path):
+    if why := unreachable(path) or name_too_long(path, create):
         raise UsageError(f"{named(path)}: {why}")
     if why := not_a_database_file(path, missing=None):
         raise UsageError(f"{named(path)}: {why}")
@@ -188,6 +188,32 @@ def unreachable(path: str | Path) -> str | None:
 
 
 SQLITE_LONGEST_PATH = 504  # bytes of a database's full path SQLite opens here: its journal's, 8 longer, within 512
+NAME_MAX = 255  # bytes of one file name, where the file system does not say (`name_max`): Linux's and macOS's
+JOURNAL = "-journal"  # the longest name SQLite gives a file beside the database (-wal and -shm are shorter)
+
+
+def name_too_long(path: str | Path, create: bool) -> str | None:
+    """Why the store's file name is too long for the files kept beside it, whose names add to it: SQLite's journal
+    (NAME-journal), which every write and a reader's rollback need (a traceback, ENAMETOOLONG), and, where the
+    command may write (`create`), the measurements the store refuses (NAME.unsaved.jsonl: "the measurement ... is
+    lost: it could not be kept either (File name too long)"); None where they fit. Said before anything runs."""
+    from dlperf.store.spill import SUFFIX
+
+    longest = max((JOURNAL, SUFFIX) if create else (JOURNAL,), key=len)
+    n, limit = len(os.fsencode(Path(path).name)), name_max(Path(path).absolute().parent)
+    if n + len(longest) <= limit:
+        return None
+    which = "SQLite's journal beside it" if longest == JOURNAL else "the file that keeps what the store refuses"
+    return (f"its file name is {n} bytes long: {which}, NAME{longest}, would be {n + len(longest)}, past the {limit} "
+            f"bytes this file system allows a name; give a name of at most {limit - len(longest)} bytes")  # fmt: skip
+
+
+def name_max(folder: Path) -> int:
+    """The longest file name, in bytes, the file system of `folder` takes (NAME_MAX where it cannot say)."""
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):  # not there, or no pathconf (Windows)
+        return NAME_MAX
 
 
 NOT_FILES = {stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",

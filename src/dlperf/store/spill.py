@@ -33,6 +33,8 @@ from dlperf.envs import data_dir
 from dlperf.store.process import ProcessMeasurement
 
 SUFFIX = ".unsaved.jsonl"
+NAME_MAX = 255  # bytes of a file name: a name kept away from the database is cut to it (`_named_after`)
+TEMPORARY = "dlperf-unsaved-"  # the start of a kept file's name in the temporary directory
 
 
 @dataclass(frozen=True)
@@ -81,14 +83,20 @@ def places(db: str | Path) -> list[Path]:
     """Where a measurement the store refused is kept, in the order tried: beside the database, then (its directory
     refusing a new file) a file named after the database's full path in DATA_DIR/unsaved/, then in the temporary
     directory."""
-    name = _named_after(db, SUFFIX)
-    return [path_for(db), data_dir() / "unsaved" / name, Path(tempfile.gettempdir()) / f"dlperf-unsaved-{name}"]
+    temporary = Path(tempfile.gettempdir()) / _named_after(db, SUFFIX, TEMPORARY)
+    return [path_for(db), data_dir() / "unsaved" / _named_after(db, SUFFIX), temporary]
 
 
-def _named_after(db: str | Path, suffix: str) -> str:
-    """A file name for a file kept away from the database, unique to the database's full path."""
+def _named_after(db: str | Path, suffix: str, prefix: str = "", spare: int = 0) -> str:
+    """A file name for a file kept away from the database, unique to the database's full path (its digest): the
+    database's name, cut where the whole would pass NAME_MAX (`spare`: bytes the caller adds after it); a database
+    name of 241 bytes, which the store allows (`location.name_too_long`), made one of 268, and the measurement was
+    lost ("it could not be kept either (File name too long)")."""
     full = Path(db).absolute()
-    return f"{full.name}-{hashlib.sha256(os.fsencode(full)).hexdigest()[:12]}{suffix}"  # a name not UTF-8 too
+    digest = hashlib.sha256(os.fsencode(full)).hexdigest()[:12]
+    room = NAME_MAX - len(prefix) - len(suffix) - len(digest) - 1 - spare
+    name = os.fsdecode(os.fsencode(full.name)[:room])  # bytes, not characters; a name not UTF-8 too
+    return f"{prefix}{name}-{digest}{suffix}"
 
 
 def rescue(conn: sqlite3.Connection, db: str | Path) -> Path:
@@ -97,7 +105,8 @@ def rescue(conn: sqlite3.Connection, db: str | Path) -> Path:
     sqlite3.Error (the first place's) when neither takes it; nothing is left of a copy cut short."""
     p = Path(db)
     first: Exception | None = None
-    for folder, stem in ((p.parent, f"{p.stem}-rescued"), (data_dir() / "unsaved", _named_after(db, "-rescued"))):
+    away = _named_after(db, "-rescued", spare=len("-99") + len(p.suffix or ".db"))
+    for folder, stem in ((p.parent, f"{p.stem}-rescued"), (data_dir() / "unsaved", away)):
         try:
             if folder != p.parent:  # dlperf's own; the database's folder, deleted, is not made again
                 folder.mkdir(parents=True, exist_ok=True)
@@ -217,9 +226,11 @@ def forget(db: str | Path, run_id: int, run: dict[str, str] | None = None) -> No
         if not others:
             path.unlink(missing_ok=True)
             continue
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text("".join(json.dumps(entry) + "\n" for entry in others), encoding="utf-8")
-        tmp.replace(path)
+        fd, tmp = tempfile.mkstemp(prefix=".dlperf-", suffix=".tmp", dir=path.parent)  # not longer than its name
+        with open(fd, "w", encoding="utf-8") as f:
+            f.write("".join(json.dumps(entry) + "\n" for entry in others))
+        os.chmod(tmp, path.stat().st_mode & 0o777)  # as it was: mkstemp's is 0600
+        os.replace(tmp, path)
 
 
 def _entries(path: Path) -> list[dict[str, Any]]:
