@@ -93,10 +93,32 @@ def test_a_store_whose_directory_is_deleted_is_copied_into_the_data_dir(running,
     assert not (tmp_path / "runs").exists()  # not made again
 
 
+def test_a_store_whose_directory_is_deleted_and_data_dir_refuses_is_copied_into_the_temporary_directory(
+    running, tmp_path, monkeypatch
+):
+    """Its folder deleted and DATA_DIR read-only: what it held was lost ("could not be copied ... and is lost with
+    it"), though the temporary directory, where `keep` puts a measurement, was writable."""
+    import tempfile
+
+    store, run_id = running
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    shutil.rmtree(tmp_path / "runs")
+    (tmp_path / "data").write_text("a file where DATA_DIR's folder would be")
+    fault = refused(store, run_id)
+    assert fault.now_at.parent == tmp_path / "tmp" and fault.now_at.name.startswith("dlperf-a.db-")
+    assert f"copied to {str(fault.now_at)!r}" in str(fault) and held_runs(fault.now_at) == [run_id]
+    assert fault.now_at.stat().st_mode & 0o777 == 0o600  # in a shared folder: this user's alone
+
+
 def test_a_store_that_cannot_be_copied_says_what_is_lost(running, tmp_path, monkeypatch):
+    import tempfile
+
     store, run_id = running
     shutil.rmtree(tmp_path / "runs")
     (tmp_path / "data").write_text("a file where DATA_DIR's folder would be")
+    (tmp_path / "tmp").write_text("nor a temporary directory")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     fault = refused(store, run_id)
     assert "could not be copied" in str(fault) and "is lost with it" in str(fault) and fault.now_at is None
 

@@ -350,7 +350,11 @@ def store_or_keep(ctx: SweepContext, task: Task, m: ProcessMeasurement) -> CellF
             )
         except OSError as lost:
             raise StoreFault(f"{exc}; {what} is lost: it could not be kept either ({lost.strerror or lost})") from None
-        hint = "" if isinstance(exc, StoreGone) and not exc.now_at else f": `{resume_command(db)}` stores it"
+        hint = (
+            ""
+            if isinstance(exc, StoreGone) and not exc.now_at
+            else f": `{resume_command(db, spill.elsewhere(kept))}` stores it"
+        )
         raise StoreFault(f"{exc}; {what} is kept in {kept}{hint}") from None
 
 

@@ -463,16 +463,18 @@ def path_word(path: str | Path) -> str:
     return shlex.quote(f"./{path}" if path.startswith("-") else path)
 
 
-def resume_command(db: str) -> str:
+def resume_command(db: str, tmpdir: str | None = None) -> str:
     """The command that resumes the latest unfinished run of `db`, quoted for a shell, naming the database as the user
     did: `--db`, or `$DLPERF_DB` where that is what named it. Followed literally, it opens this database, never the
     default one in another directory or one a changed $DLPERF_DB names. To a Python caller (`said_as`) the call that
-    does it: `dlperf.resume(db='r.db')`."""
+    does it: `dlperf.resume(db='r.db')`. `tmpdir`: the $TMPDIR it must run under, where a measurement it stores was
+    kept (`spill.elsewhere`)."""
     if _SAID_AS.get() == "db":
-        return f"dlperf.resume(db={db!r})"
+        return f"dlperf.resume(db={db!r})" + (f" with TMPDIR={tmpdir!r} in its environment" if tmpdir else "")
+    under = f"TMPDIR={shlex.quote(tmpdir)} " if tmpdir else ""
     if os.environ.get("DLPERF_DB") == db:
-        return f"DLPERF_DB={shlex.quote(db)} {program()} run --resume"
-    return f"{program()} run --resume {db_flag(db)}"
+        return f"{under}DLPERF_DB={shlex.quote(db)} {program()} run --resume"
+    return f"{under}{program()} run --resume {db_flag(db)}"
 
 
 def ray_resume_command(address: str, db: str | Path) -> str:

@@ -12,7 +12,9 @@ that measured it (`measurements.session`), and removes them; a line of another r
 
 Where the database itself is gone from its path while a command writes to it (deleted, replaced, its directory
 deleted), what the open file held is copied (`rescue`) beside its path as NAME-rescued.db, else into DATA_DIR/unsaved/,
-and a measurement it refuses is kept for the copy, which `--resume --db COPY` takes up.
+else into the temporary directory, and a measurement it refuses is kept for the copy, which `--resume --db COPY` takes
+up. A --resume looks in the system's temporary directories too (`searched`); a line kept in a $TMPDIR of its own names
+it in its resume command (`elsewhere`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import stat
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +38,7 @@ from dlperf.store.process import ProcessMeasurement
 SUFFIX = ".unsaved.jsonl"
 NAME_MAX = 255  # bytes of a file name: a name kept away from the database is cut to it (`_named_after`)
 TEMPORARY = "dlperf-unsaved-"  # the start of a kept file's name in the temporary directory
+RESCUED = "dlperf-"  # the start of a rescued copy's name there
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,27 @@ def places(db: str | Path) -> list[Path]:
     return [path_for(db), data_dir() / "unsaved" / _named_after(db, SUFFIX), temporary]
 
 
+SYSTEM_TEMPORARY = ("/tmp", "/var/tmp", "/usr/tmp")  # the temporary directories Python takes where $TMPDIR names none
+
+
+def searched(db: str | Path) -> list[Path]:
+    """Every place a measurement of this database may be kept: `places`, and its name in the system's temporary
+    directories too, where $TMPDIR names another now: a line kept in /tmp was not found by a --resume under a job's
+    own $TMPDIR (SLURM's, PBS's), and the run measured again. (One kept in a $TMPDIR of its own is found under that
+    $TMPDIR, which its line names: `elsewhere`.)"""
+    name = _named_after(db, SUFFIX, TEMPORARY)
+    return list(dict.fromkeys([*places(db), *(Path(d) / name for d in SYSTEM_TEMPORARY if os.path.isdir(d))]))
+
+
+def elsewhere(kept: Path) -> str | None:
+    """The temporary directory a measurement was kept in (`keep`'s answer) where a --resume does not look unless
+    $TMPDIR names it again (`searched`); None for any other place."""
+    folder = kept.parent
+    if not kept.name.startswith(TEMPORARY) or any(folder == Path(d) for d in SYSTEM_TEMPORARY):
+        return None
+    return str(folder)
+
+
 def _named_after(db: str | Path, suffix: str, prefix: str = "", spare: int = 0) -> str:
     """A file name for a file kept away from the database, unique to the database's full path (its digest): the
     database's name, cut where the whole would pass NAME_MAX (`spare`: bytes the caller adds after it); a database
@@ -101,16 +126,20 @@ def _named_after(db: str | Path, suffix: str, prefix: str = "", spare: int = 0) 
 
 def rescue(conn: sqlite3.Connection, db: str | Path) -> Path:
     """Copy what the open store `conn` holds, its file gone from the path `db`, into a new file beside that path
-    (NAME-rescued.db, numbered past those there), else in DATA_DIR/unsaved/; the copy. Raises OSError or
-    sqlite3.Error (the first place's) when neither takes it; nothing is left of a copy cut short."""
+    (NAME-rescued.db, numbered past those there), else in DATA_DIR/unsaved/, else in the temporary directory, as
+    `keep` tries them (a store whose folder was deleted, DATA_DIR read-only, was lost though /tmp was writable); the
+    copy. Raises OSError or sqlite3.Error (the first place's) when none takes it; nothing is left of a copy cut
+    short."""
     p = Path(db)
     first: Exception | None = None
-    away = _named_after(db, "-rescued", spare=len("-99") + len(p.suffix or ".db"))
-    for folder, stem in ((p.parent, f"{p.stem}-rescued"), (data_dir() / "unsaved", away)):
+    spare = len("-99") + len(p.suffix or ".db") + len(SUFFIX)  # its number, and a measurement kept beside it
+    away = (data_dir() / "unsaved", _named_after(db, "-rescued", spare=spare))
+    temporary = (Path(tempfile.gettempdir()), _named_after(db, "-rescued", RESCUED, spare))
+    for folder, stem in ((p.parent, f"{p.stem}-rescued"), away, temporary):
         try:
-            if folder != p.parent:  # dlperf's own; the database's folder, deleted, is not made again
+            if folder == away[0]:  # dlperf's own; the database's folder, deleted, is not made again
                 folder.mkdir(parents=True, exist_ok=True)
-            target = _new_file(folder, stem, p.suffix or ".db")
+            target = _new_file(folder, stem, p.suffix or ".db", 0o644 if folder != temporary[0] else 0o600)
         except OSError as exc:
             first = first or exc
             continue
@@ -127,13 +156,13 @@ def rescue(conn: sqlite3.Connection, db: str | Path) -> Path:
     raise first
 
 
-def _new_file(folder: Path, stem: str, suffix: str) -> Path:
+def _new_file(folder: Path, stem: str, suffix: str, mode: int = 0o644) -> Path:
     """A file made in `folder`, empty, that no one had: STEM.SUFFIX, else STEM-2.SUFFIX, and so on."""
     n = 1
     while True:
         path = folder / f"{stem}{'' if n == 1 else f'-{n}'}{suffix}"
         try:
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
             return path
         except FileExistsError:
             n += 1
@@ -175,14 +204,14 @@ def _append(path: Path, line: str, fallback: bool) -> None:
 def kept(db: str | Path, run_id: int, run: dict[str, str] | None = None) -> list[Kept]:
     """The measurements kept under the run's id (those that `belong` to the run marked `run`, where given), in the
     order they were kept (place by place); a line cut short is not one."""
-    found = [_kept(e) for path in places(db) for e in _entries(path) if e.get("run_id") == run_id]
+    found = [_kept(e) for path in searched(db) for e in _entries(path) if e.get("run_id") == run_id]
     return [k for k in found if run is None or belongs(k, run)]
 
 
 def aside(db: str | Path, run_id: int, run: dict[str, str]) -> dict[Path, list[Kept]]:
     """The lines kept under the run's id that are not the run marked `run`'s, by the file they are in."""
     found = {path: [k for e in _entries(path) if e.get("run_id") == run_id and not belongs(k := _kept(e), run)]
-             for path in places(db)}  # fmt: skip
+             for path in searched(db)}  # fmt: skip
     return {path: lines for path, lines in found.items() if lines}
 
 
@@ -195,7 +224,7 @@ def _kept(e: dict[str, Any]) -> Kept:
 def runs_kept(db: str | Path) -> dict[int, int]:
     """run id -> how many of its measurements are kept for this database, wherever they are."""
     counts: dict[int, int] = {}
-    for entry in (e for path in places(db) for e in _entries(path)):
+    for entry in (e for path in searched(db) for e in _entries(path)):
         run_id = entry.get("run_id")
         counts[run_id] = counts.get(run_id, 0) + 1
     return counts
@@ -204,21 +233,21 @@ def runs_kept(db: str | Path) -> dict[int, int]:
 def of_no_run(db: str | Path, mark_of: Callable[[int], dict[str, str] | None]) -> int:
     """How many kept lines are of no run of the store: its run of their id has no `mark_of` (none there), or is
     another (`belongs`)."""
-    return sum(1 for path in places(db) for e in _entries(path)
+    return sum(1 for path in searched(db) for e in _entries(path)
                if (run := mark_of(e.get("run_id"))) is None or not belongs(_kept(e), run))  # fmt: skip
 
 
 def holding(db: str | Path, run_id: int | None = None, run: dict[str, str] | None = None) -> list[Path]:
     """The files that keep measurements for this database (of `run_id`, where given; of the run marked `run`
     among those, where given too)."""
-    return [p for p in places(db) if any(run_id in (None, e.get("run_id")) and (run is None or belongs(_kept(e), run))
+    return [p for p in searched(db) if any(run_id in (None, e.get("run_id")) and (run is None or belongs(_kept(e), run))
                                          for e in _entries(p))]  # fmt: skip
 
 
 def forget(db: str | Path, run_id: int, run: dict[str, str] | None = None) -> None:
     """Drop the run's lines (they are stored now) from every place, only those of the run marked `run` where given;
     a file goes when no other line is left."""
-    for path in places(db):
+    for path in searched(db):
         entries = _entries(path)
         others = [e for e in entries if e.get("run_id") != run_id or (run is not None and not belongs(_kept(e), run))]
         if len(others) == len(entries):
@@ -233,9 +262,18 @@ def forget(db: str | Path, run_id: int, run: dict[str, str] | None = None) -> No
         os.replace(tmp, path)
 
 
+def _own(path: Path) -> bool:
+    """Whether a kept file may be this user's: any outside a shared folder (sticky, as /tmp and /var/tmp are); there,
+    only one this user owns (another could put lines there for the --resume of this user's store to store)."""
+    shared = os.stat(path.parent).st_mode & stat.S_ISVTX
+    return not shared or os.stat(path).st_uid == os.geteuid()
+
+
 def _entries(path: Path) -> list[dict[str, Any]]:
     try:  # a place this user cannot read (another's file of the same name in the shared temporary directory), or a
-        text = path.read_text(encoding="utf-8", errors="replace")  # file damaged, keeps nothing for this store
+        if not _own(path):  # file damaged, keeps nothing for this store; nor does another user's in a shared folder
+            return []
+        text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
     entries = []
