@@ -127,8 +127,17 @@ def chosen_runs(store: Store, chosen: list[int] | str | None) -> list[RunRecord]
 
 def run_records(store: Store, run: RunRecord, samples: bool, unreadable: Callable[[UnreadableRow], None]
                 ) -> list[dict[str, Any]]:  # fmt: skip
-    """The run's records, each from the run's own cells, peaks, predictions, input pipeline groups and profiles;
-    `samples`: with every raw step time; a cell whose stored rows no longer decode goes to `unreadable`, left out."""
+    """The run's records, each from the run's own cells, peaks, predictions, input pipeline groups and profiles, all
+    read at once (`state.snapshot`: a run being measured gave a cell "pending" with its samples); `samples`: with every
+    raw step time; a cell whose stored rows no longer decode goes to `unreadable`, left out."""
+    from dlperf.store.state import snapshot
+
+    with snapshot(store):
+        return _run_records(store, store.run(run.id), samples, unreadable)  # the run too: its status as its cells'
+
+
+def _run_records(store: Store, run: RunRecord, samples: bool, unreadable: Callable[[UnreadableRow], None]
+                 ) -> list[dict[str, Any]]:  # fmt: skip
     from dlperf.report import data
     from dlperf.report.cell_profile import run_profiles
     from dlperf.report.utilization import attach_utilization

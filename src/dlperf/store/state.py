@@ -12,7 +12,8 @@ the machine (`measurements.session`, kept since schema version 12).
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING
@@ -28,6 +29,24 @@ if TYPE_CHECKING:
 
 RAY_ORIGIN = "ray:"  # a run a Ray node measured, streamed into this file and leased here (`dlperf run --ray`)
 CONTINUES = "continues"  # in a Ray node's run's env: the lost node's run whose cells left it measured (--resume)
+
+
+@contextmanager
+def snapshot(store: Store) -> Iterator[None]:
+    """The store's reads inside see one state of the file: one read transaction (BEGIN, then the reads, then its
+    end), which a writer's commit waits out (the sweep's, for SQLite's timeout). Read one statement at a time, a run
+    being measured gave a record of both states: a cell pending, with a process's samples stored after its row was
+    read. Inside a transaction already (a caller's, an outer snapshot), that one."""
+    conn = store.conn
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if conn.in_transaction:  # nothing written in it: its end only lets writers on
+            conn.rollback()
 
 
 @dataclass(frozen=True)
