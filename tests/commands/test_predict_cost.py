@@ -2,6 +2,7 @@
 ranking, and bad input as one line before anything runs."""
 
 import json
+import sqlite3
 
 from conftest import dlperf, one_line_error
 
@@ -9,8 +10,23 @@ GPUS = "H100-SXM5-80GB,T4,GTX 1080"
 NO_FILE = {"DLPERF_PRICES": ""}
 
 
+def this_machine(db, runs=None) -> None:
+    """The store's runs (`runs`: these ids; None: all) as this machine's: the synthetic store's are a "Test CPU
+    <v2>"'s, whose step --cost does not quote as this CPU's."""
+    from dlperf import envinfo
+
+    env = envinfo.capture()
+    conn = sqlite3.connect(db)
+    with conn:
+        for run in runs or [r for (r,) in conn.execute("SELECT id FROM runs")]:
+            conn.execute("UPDATE runs SET env_json = ?, fingerprint_json = ? WHERE id = ?",
+                         (json.dumps(env), json.dumps(envinfo.fingerprint(env)), run))  # fmt: skip
+    conn.close()
+
+
 def test_the_cost_of_an_epoch_on_each_gpu_this_cpu_measured_and_the_ranking(report_db, tmp_path):
     """fcn-r trains on MNIST: an epoch is 60,000 samples; the store holds its CPU cells at batch 1024."""
+    this_machine(report_db)
     own = tmp_path / "mine.csv"
     own.write_text("gpu,usd_per_hour_low,usd_per_hour_high,region,date,sources\nT4,0.05,0.05,on-prem,2026-11-01,ours\n")
     proc = dlperf("predict", "fcn-r", "--gpu", GPUS, "--modes", "fp32", "--cost", "--deadline", "1h",
@@ -81,12 +97,46 @@ def test_a_cell_of_another_model_stored_under_the_name_is_never_quoted(report_db
             other = {**json.loads(spec), "params": 263338, "source": "/home/u/mymodel.py:make_slow"}
             conn.execute("UPDATE cells SET workload_json = ? WHERE key = ?", (json.dumps(other), key))
     conn.close()
+    this_machine(report_db)
     proc = dlperf("predict", "fcn-r", "--gpu", "T4", "--modes", "fp32", "--cost", db=report_db,
                   env={"COLUMNS": "250", **NO_FILE})  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "On this CPU (measured" not in proc.stdout and "no measured step of fcn-r at batch" in proc.stdout
     assert "was a different model (the workloads differ: params 263338 -> " in proc.stdout
     assert "so it was not used" in proc.stdout
+
+
+def test_this_cpu_is_the_run_this_machine_measured_last_not_the_highest_id(report_db):
+    """Issue: --cost quoted the run of the highest id: `dlperf merge day2.db day1.db` copies day 2's run first, so
+    day 1's, measured a day before, got the higher id and was quoted; and a merged run of another machine was quoted
+    as "this CPU". Now this machine's run measured last (by its start, as `Store.run(None)` takes "the latest"), the
+    other machine's said and not quoted."""
+    from datetime import datetime, timedelta
+
+    from dlperf.store import Store
+    from report.synthetic import fill
+
+    store = Store.open(report_db, create=False)
+    try:
+        day1, elsewhere = fill(store), fill(store)  # runs 2 and 3
+    finally:
+        store.close()
+    this_machine(report_db, [1, day1])
+    conn = sqlite3.connect(report_db)
+    with conn:
+        (start,) = conn.execute("SELECT started_at FROM runs WHERE id = 1").fetchone()
+        for run, days in ((day1, -1), (elsewhere, 1)):  # day 1's a day before run 1, the other machine's a day after
+            when = (datetime.fromisoformat(start) + timedelta(days=days)).isoformat()
+            conn.execute("UPDATE runs SET started_at = ? WHERE id = ?", (when, run))
+    conn.close()
+    proc = dlperf("predict", "fcn-r", "--gpu", "T4", "--modes", "fp32", "--cost", "--format", "json", db=report_db,
+                  env=NO_FILE)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["cpu_measured"]["run_id"] == 1
+    (note,) = got["not_used"]
+    assert note.startswith(f"run {elsewhere} measured another machine (CPU model Test CPU <v2> -> ")
+    assert note.endswith("so its CPU step is not this CPU's and is not quoted")
 
 
 DATASET_FACTORY = """

@@ -75,7 +75,7 @@ def test_cost_says_this_cpu_cannot_measure_a_step_that_fits_its_total_memory_but
     monkeypatch.setattr(system, "memory_available_bytes", lambda root="/": 20 * GIB)
     monkeypatch.setattr(system, "memory_total_bytes", lambda root="/": 23 * GIB)
     monkeypatch.setattr(command, "predicted_peaks", lambda *a, **k: {"fp32": 21 * GIB})
-    monkeypatch.setattr(command, "stored_cells", lambda args, name: ([], {}, "dlperf.db"))
+    monkeypatch.setattr(command, "stored_cells", lambda args, name: ([], {}, "dlperf.db", []))
     monkeypatch.setattr(memory, "largest_left_out", lambda *a: {})
     workload = BUILTIN["resnet-50"]
     args = SimpleNamespace(format="json", timeout=60, cpu_watts=100.0, kwh_price=0.15)

@@ -243,12 +243,12 @@ def test_this_cpu_from_its_fastest_measured_cell_at_the_batch_and_its_energy():
     cells = [make_cell("fcn-r", batch=100, median_s=0.5, threads=1), make_cell("fcn-r@b100", batch=100, median_s=0.2,
              threads=2), make_cell("fcn-r", batch=200, median_s=0.1), make_cell("fcn-r", device="cuda:0", batch=100,
              median_s=0.01)]  # fmt: skip
-    cell = cost.measured_cpu(cells, 100, {}, quoted)
+    cell = cost.measured_cpu(cells, 100, {}, quoted, [1])
     assert cell.median_s == 0.2 and cell.threads == 2  # the fastest thread count, as crossover's search takes it
     cpu = cost.cpu_cost(cell, 1000, watts=200, kwh_price=0.30)
     assert math.isclose(cpu.time_s, 10 * 0.2) and math.isclose(cpu.kwh, 200 * 2 / 3600 / 1000)
     assert math.isclose(cpu.energy_cost, cpu.kwh * 0.30)
-    assert cost.measured_cpu(cells, 64, {}, quoted) is None
+    assert cost.measured_cpu(cells, 64, {}, quoted, [1]) is None
 
 
 def test_this_cpu_is_the_cell_advise_would_quote_not_the_fastest_of_any_run():
@@ -264,11 +264,32 @@ def test_this_cpu_is_the_cell_advise_would_quote_not_the_fastest_of_any_run():
     earlier = make_cell("tiny-fcn-r", batch=16, median_s=250e-6, n=200, run_id=4)  # a faster, older run: not quoted
     cells = [earlier, fp32, tcmalloc]
     apart = {(5, fp32.key): steps(473e-6, 0.02), (5, tcmalloc.key): steps(328e-6, 0.02)}
-    assert cost.measured_cpu(cells, 16, apart, quoted) is tcmalloc  # told apart, faster by 44%, trains as fp32 does
+    order = [5, 4]  # the latest first
+    assert cost.measured_cpu(cells, 16, apart, quoted, order) is tcmalloc  # told apart, 44% faster, trains as fp32
     mixed = {(5, fp32.key): steps(473e-6, 0.9, 8), (5, tcmalloc.key): steps(328e-6, 0.9, 8)}  # not told apart
-    assert cost.measured_cpu(cells, 16, mixed, quoted) is fp32
-    assert cost.measured_cpu(cells, 16, {}, quoted) is fp32  # no steps to tell them apart by: fp32 eager
-    assert cost.measured_cpu([earlier, tcmalloc], 16, apart, quoted) is earlier  # no fp32 in run 5: the run before
+    assert cost.measured_cpu(cells, 16, mixed, quoted, order) is fp32
+    assert cost.measured_cpu(cells, 16, {}, quoted, order) is fp32  # no steps to tell them apart by: fp32 eager
+    assert cost.measured_cpu([earlier, tcmalloc], 16, apart, quoted, order) is earlier  # no fp32 in run 5: run 4
+
+
+def test_this_cpu_is_this_machines_run_measured_last_not_the_highest_id():
+    """`dlperf merge` gives the runs it copies ids in its own order: the quoted run was the highest id, measured a
+    day before the other, and another machine's run merged in was quoted as "this CPU"'s. Now the runs this machine
+    measured, the latest by its start first (`RunRecord.order`), the others' machines said."""
+    from dlperf.store.records import RunRecord
+
+    here = {"cpu": {"model": "Here CPU"}, "cores": {"cores": 2}, "memory_total_bytes": 8 * 2**30}
+    there = {**here, "cpu": {"model": "There CPU"}}
+    run = lambda i, day, env: RunRecord(i, f"2026-11-{day}T10:00:00+00:00", None, "complete", [], {}, env, {})  # noqa: E731
+    runs = [run(1, 12, here), run(2, 11, here), run(3, 13, there), run(4, 10, {})]  # run 4 recorded no machine
+    order, elsewhere = cost.this_cpu(runs, here)
+    assert order == [1, 2, 4] and elsewhere == {3: ["CPU model There CPU -> Here CPU"]}
+    old, new = make_cell("fcn-r", batch=100, median_s=0.5, run_id=2), make_cell("fcn-r", batch=100, median_s=0.7)
+    assert cost.measured_cpu([old, new], 100, {}, quoted, order) is new  # run 1, measured last, not run 2
+    other = make_cell("fcn-r", batch=100, median_s=0.1, run_id=3)
+    (note,) = cost.elsewhere_notes([old, new, other], 100, elsewhere)
+    assert note.startswith("run 3 measured another machine (CPU model There CPU -> Here CPU), so its CPU step")
+    assert cost.elsewhere_notes([old, new, other], 64, elsewhere) == []  # none of it at the batch: nothing to say
 
 
 @pytest.mark.parametrize(
@@ -307,7 +328,7 @@ def test_a_stored_cell_of_another_model_of_the_same_name_is_not_used_and_said():
              make_cell("fcn-r", batch=100, median_s=0.3, run_id=2)]  # fmt: skip  # stored without its workload: kept
     kept, notes = cost.same_model(cells, BUILTIN["fcn-r"])
     assert [c.median_s for c in kept] == [0.5, 0.4, 0.3]
-    assert cost.measured_cpu(kept, 100, {}, quoted).median_s == 0.3 and cost.measured_peaks(kept, 100) == {}
+    assert cost.measured_cpu(kept, 100, {}, quoted, [3, 2, 1]).median_s == 0.3 and cost.measured_peaks(kept, 100) == {}
     (note,) = notes
     assert note.startswith("the store's fcn-r of run 3 was a different model (the workloads differ: params ")
     assert "source None -> " not in note and "source /home/u/mymodel.py:make -> None" in note

@@ -286,6 +286,7 @@ def show_memory(args, chosen, modes) -> int:
 
 def show_cost(args, workload, predictions, work, deadline, notes) -> int:
     """`--cost`: the work on each GPU predicted, this CPU's measured time for it, the ranking."""
+    from dlperf import envinfo
     from dlperf.commands.common import print_rich
     from dlperf.commands.output import write_stdout
     from dlperf.defaults import CPU_WATTS, KWH_PRICE
@@ -293,7 +294,7 @@ def show_cost(args, workload, predictions, work, deadline, notes) -> int:
     from dlperf.report import cost as view
 
     samples, what, steps = work  # in the steps a loader trains them in, as advise counts them (`cost.epoch`)
-    cells, timed, where = stored_cells(args, workload.name)  # timed: each plain CPU cell's steps per process
+    cells, timed, where, runs = stored_cells(args, workload.name)  # timed: each plain CPU cell's steps per process
     cells, others = cost.same_model(cells, workload)  # another model of the name: neither its step nor its peak
     predicted = predicted_peaks(args, workload, {p.mode for p in predictions})
     peaks = cost.measured_peaks(cells, workload.batch, predicted)
@@ -301,7 +302,9 @@ def show_cost(args, workload, predictions, work, deadline, notes) -> int:
     x.largest = memory.largest_left_out(workload, x.left_out, float(args.timeout))
     from dlperf.optimize_results import quoted
 
-    cell = cost.measured_cpu(cells, workload.batch, timed, quoted)  # the rule advise quotes its mode search by
+    order, elsewhere = cost.this_cpu(runs, envinfo.capture() if runs else {})  # this machine's runs, latest first
+    cell = cost.measured_cpu(cells, workload.batch, timed, quoted, order)  # the rule advise quotes its mode search by
+    others += cost.elsewhere_notes(cells, workload.batch, elsewhere)
     watts = CPU_WATTS if args.cpu_watts is None else args.cpu_watts  # given with --cost only (`check_cost_flags`)
     price = KWH_PRICE if args.kwh_price is None else args.kwh_price
     x.cpu = cost.cpu_cost(cell, samples, watts, price, steps=steps) if cell else None
@@ -344,10 +347,10 @@ def predicted_peaks(args, workload, modes, quiet: bool = False) -> dict[str, int
         return str(e)
 
 
-def stored_cells(args, workload: str) -> tuple[list, dict, str]:
-    """Every cell of `workload` (or its crossover variants) in the store, of every run, and the per-process step
-    times of its plain CPU cells (by run and cell key: what `cost.measured_cpu` tells modes apart by); none when there
-    is no store."""
+def stored_cells(args, workload: str) -> tuple[list, dict, str, list]:
+    """Every cell of `workload` (or its crossover variants) in the store, of every run, the per-process step times of
+    its plain CPU cells (by run and cell key: what `cost.measured_cpu` tells modes apart by), and the runs; none when
+    there is no store."""
     from pathlib import Path
 
     from dlperf.commands.common import db_path, open_store
@@ -355,16 +358,17 @@ def stored_cells(args, workload: str) -> tuple[list, dict, str]:
 
     where = db_path(args)
     if not Path(where).is_file():
-        return [], {}, where
+        return [], {}, where, []
     store = open_store(args)
     try:
-        found = [c for r in store.runs() for c in store.cells(r.id, unreadable=lambda fault: None)
+        runs = store.runs()
+        found = [c for r in runs for c in store.cells(r.id, unreadable=lambda fault: None)
                  if base_name(c.workload) == workload]  # fmt: skip
         samples = {(c.run_id, c.key): store.samples(c.run_id, c.key) for c in found
                    if c.device == "cpu" and not c.loader and not c.nproc}  # fmt: skip
     finally:
         store.close()
-    return found, samples, where
+    return found, samples, where, runs
 
 
 # Its columns fit 80 columns with a GPU name of up to 17 characters (all but one of the table's): the kernels a step,

@@ -276,17 +276,43 @@ def same_model(cells, workload) -> tuple[list, list[str]]:
     return mine, notes
 
 
-def measured_cpu(cells, batch: int, samples: dict[tuple[int, str], list[list[float]]], quoted):
-    """This CPU's step at `batch` as `dlperf advise` quotes it, from `cells` (the workload's, of any run:
-    `same_model`'s) and their per-process step times (`samples`, by run and cell key): of the latest run that measured
-    a plain CPU step at the batch with fp32 eager among it, the cell `quoted` takes of each process kind's modes (the
-    command gives `optimize_results.quoted`: a mode reliably faster than fp32 that still trains, else fp32 eager), at
-    the thread count where that is fastest (as crossover's thread search takes it); None where no run did (an older
-    one is read where the latest has no fp32 step). Never the fastest cell of any run: a minimum over noisy cells,
-    disturbed ones and modes not told apart from fp32 among them, is biased low."""
-    mine = [c for c in cells if c.device == "cpu" and c.ok and c.median_s and not c.nproc and not c.loader
+def plain_cpu(cells, batch: int) -> list:
+    """The plain CPU steps at `batch` among `cells` (measured, one process, no loader): what `measured_cpu` quotes."""
+    return [c for c in cells if c.device == "cpu" and c.ok and c.median_s and not c.nproc and not c.loader
             and c.batch == batch]  # fmt: skip
-    for run in sorted({c.run_id for c in mine}, reverse=True):
+
+
+def this_cpu(runs, here: dict) -> tuple[list[int], dict[int, list[str]]]:
+    """The ids of `runs` (`store.records.RunRecord`s) this machine measured, the latest measured first (by its start,
+    `RunRecord.order`: not the highest id, which `dlperf merge` gives in its own order), and how each other run's
+    machine differs from `here` (this machine's `envinfo.capture`), its hardware only (`envinfo.machine_diff`, as
+    `dlperf run --resume` takes a run as this machine's): advise quotes the step it measured here, and `--cost` quoted
+    a merged store's other machine as "this CPU"."""
+    from dlperf.envinfo import machine_diff
+
+    runs = sorted(runs, key=lambda r: r.order, reverse=True)
+    elsewhere = {r.id: diff for r in runs if (diff := machine_diff(r.fingerprint, r.env, here))}
+    return [r.id for r in runs if r.id not in elsewhere], elsewhere
+
+
+def elsewhere_notes(cells, batch: int, elsewhere: dict[int, list[str]]) -> list[str]:
+    """A note for each run of another machine (`this_cpu`) holding a plain CPU step at `batch`, which is not quoted."""
+    found = {c.run_id for c in plain_cpu(cells, batch)}
+    return [f"run {run} measured another machine ({'; '.join(diff)}), so its CPU step is not this CPU's and is not "
+            "quoted" for run, diff in elsewhere.items() if run in found]  # fmt: skip
+
+
+def measured_cpu(cells, batch: int, samples: dict[tuple[int, str], list[list[float]]], quoted, order: list[int]):
+    """This CPU's step at `batch` as `dlperf advise` quotes it, from `cells` (the workload's, of any run:
+    `same_model`'s) and their per-process step times (`samples`, by run and cell key): of the runs in `order` (this
+    machine's, the latest measured first: `this_cpu`), the first that measured a plain CPU step at the batch with fp32
+    eager among it, the cell `quoted` takes of each process kind's modes (the command gives
+    `optimize_results.quoted`: a mode reliably faster than fp32 that still trains, else fp32 eager), at the thread
+    count where that is fastest (as crossover's thread search takes it); None where no run did (an older one is read
+    where the latest has no fp32 step). Never the fastest cell of any run: a minimum over noisy cells, disturbed ones
+    and modes not told apart from fp32 among them, is biased low."""
+    mine = plain_cpu(cells, batch)
+    for run in order:
         groups: dict[tuple, list] = {}  # the modes of one process kind: workload (crossover's @bN), framework, threads
         for c in mine:
             if c.run_id == run:
