@@ -139,6 +139,51 @@ def test_this_cpu_is_the_run_this_machine_measured_last_not_the_highest_id(repor
     assert note.endswith("so its CPU step is not this CPU's and is not quoted")
 
 
+def test_a_damaged_samples_row_is_read_only_where_quoted_and_then_quotes_fp32_with_a_note(report_db):
+    """Issue: one samples row that no longer decodes, of any run, stopped --cost with exit 2 ("its stored samples
+    cannot be read"): every CPU cell's step times of every run were read. Now only the quoted run's, and a damaged one
+    there is no step times (fp32 eager quoted: no mode told apart from it), said."""
+    from datetime import datetime, timedelta
+
+    from dlperf.store import Store
+    from report.synthetic import fill
+
+    store = Store.open(report_db, create=False)
+    try:
+        older = fill(store)
+    finally:
+        store.close()
+    this_machine(report_db)
+    conn = sqlite3.connect(report_db)
+    with conn:
+        (start,) = conn.execute("SELECT started_at FROM runs WHERE id = 1").fetchone()
+        when = (datetime.fromisoformat(start) - timedelta(days=1)).isoformat()
+        conn.execute("UPDATE runs SET started_at = ? WHERE id = ?", (when, older))
+        conn.execute("UPDATE measurements SET samples_json = '{' WHERE run_id = ?", (older,))
+    conn.close()
+    flags = ("predict", "fcn-r", "--gpu", "T4", "--modes", "fp32", "--cost", "--format", "json")
+    proc = dlperf(*flags, db=report_db, env=NO_FILE)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["cpu_measured"]["run_id"] == 1 and got["cpu_doubts"] == [], got
+    conn = sqlite3.connect(report_db)
+    with conn:
+        conn.execute("UPDATE measurements SET samples_json = '{' WHERE run_id = 1 AND cell_key = ?",
+                     ("fcn-r|torch|cpu|2|fp32",))  # fmt: skip
+    conn.close()
+    proc = dlperf(*flags, db=report_db, env=NO_FILE)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert (got["cpu_measured"]["run_id"], got["cpu_measured"]["mode"], got["cpu_measured"]["step_s"]) == (
+        1,
+        "fp32",
+        0.45,
+    )
+    (note,) = got["cpu_doubts"]
+    assert note.startswith("run 1, cell fcn-r|torch|cpu|2|fp32: its stored samples cannot be read (")
+    assert note.endswith("this CPU's step is that run's fp32 eager one, no other mode told apart from it without them")
+
+
 DATASET_FACTORY = """
 import torch
 import dlperf

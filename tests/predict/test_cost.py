@@ -23,6 +23,11 @@ def no_user_files(monkeypatch):
     gpus.use_specs(None)
 
 
+def read(samples: dict):
+    """`cost.measured_cpu`'s `timed` of these per-process step times, by run and cell key."""
+    return lambda run, cells: {c.key: samples.get((run, c.key), []) for c in cells}
+
+
 def write(tmp_path, text, name="prices.csv"):
     path = tmp_path / name
     path.write_text(text)
@@ -243,12 +248,12 @@ def test_this_cpu_from_its_fastest_measured_cell_at_the_batch_and_its_energy():
     cells = [make_cell("fcn-r", batch=100, median_s=0.5, threads=1), make_cell("fcn-r@b100", batch=100, median_s=0.2,
              threads=2), make_cell("fcn-r", batch=200, median_s=0.1), make_cell("fcn-r", device="cuda:0", batch=100,
              median_s=0.01)]  # fmt: skip
-    cell = cost.measured_cpu(cells, 100, {}, quoted, [1])
+    cell = cost.measured_cpu(cells, 100, read({}), quoted, [1])
     assert cell.median_s == 0.2 and cell.threads == 2  # the fastest thread count, as crossover's search takes it
     cpu = cost.cpu_cost(cell, 1000, watts=200, kwh_price=0.30)
     assert math.isclose(cpu.time_s, 10 * 0.2) and math.isclose(cpu.kwh, 200 * 2 / 3600 / 1000)
     assert math.isclose(cpu.energy_cost, cpu.kwh * 0.30)
-    assert cost.measured_cpu(cells, 64, {}, quoted, [1]) is None
+    assert cost.measured_cpu(cells, 64, read({}), quoted, [1]) is None
 
 
 def test_this_cpu_is_the_cell_advise_would_quote_not_the_fastest_of_any_run():
@@ -265,11 +270,34 @@ def test_this_cpu_is_the_cell_advise_would_quote_not_the_fastest_of_any_run():
     cells = [earlier, fp32, tcmalloc]
     apart = {(5, fp32.key): steps(473e-6, 0.02), (5, tcmalloc.key): steps(328e-6, 0.02)}
     order = [5, 4]  # the latest first
-    assert cost.measured_cpu(cells, 16, apart, quoted, order) is tcmalloc  # told apart, 44% faster, trains as fp32
+    assert cost.measured_cpu(cells, 16, read(apart), quoted, order) is tcmalloc  # told apart, 44% faster
     mixed = {(5, fp32.key): steps(473e-6, 0.9, 8), (5, tcmalloc.key): steps(328e-6, 0.9, 8)}  # not told apart
-    assert cost.measured_cpu(cells, 16, mixed, quoted, order) is fp32
-    assert cost.measured_cpu(cells, 16, {}, quoted, order) is fp32  # no steps to tell them apart by: fp32 eager
-    assert cost.measured_cpu([earlier, tcmalloc], 16, apart, quoted, order) is earlier  # no fp32 in run 5: run 4
+    assert cost.measured_cpu(cells, 16, read(mixed), quoted, order) is fp32
+    assert cost.measured_cpu(cells, 16, read({}), quoted, order) is fp32  # no steps to tell them apart by: fp32 eager
+    assert cost.measured_cpu([earlier, tcmalloc], 16, read(apart), quoted, order) is earlier  # no fp32 in run 5: run 4
+
+
+def test_only_the_run_quoted_is_read_and_step_times_that_cannot_be_read_quote_fp32_with_a_note():
+    """One damaged samples row of any run stopped `predict --cost` ("its stored samples cannot be read"): every CPU
+    cell's step times of every run were read first. Now a run's only as it is reached, and a row that no longer
+    decodes is none of that run's (no mode told apart from fp32 eager: fp32 quoted), said."""
+    from dlperf.errors import UnreadableRow
+
+    fp32 = make_cell("tiny-fcn-r", batch=16, median_s=473e-6, n=200, run_id=5)
+    bf16 = make_cell("tiny-fcn-r", batch=16, mode="bf16", median_s=200e-6, n=200, run_id=5)
+    older = make_cell("tiny-fcn-r", batch=16, median_s=250e-6, n=200, run_id=4)
+    cells, reads = [older, fp32, bf16], []
+    assert cost.measured_cpu(cells, 16, lambda run, them: reads.append(run) or {}, quoted, [5, 4]) is fp32
+    assert reads == [5]  # run 4 is never read
+
+    def damaged(run, cells):
+        raise UnreadableRow(run, fp32.key, "samples", "JSONDecodeError: Expecting value")
+
+    notes = []
+    assert cost.measured_cpu(cells, 16, cost.readable(damaged, notes), quoted, [5, 4]) is fp32
+    (note,) = notes
+    assert note.startswith(f"run 5, cell {fp32.key}: its stored samples cannot be read (JSONDecodeError: Expecting")
+    assert note.endswith("this CPU's step is that run's fp32 eager one, no other mode told apart from it without them")
 
 
 def test_this_cpu_is_this_machines_run_measured_last_not_the_highest_id():
@@ -285,7 +313,7 @@ def test_this_cpu_is_this_machines_run_measured_last_not_the_highest_id():
     order, elsewhere = cost.this_cpu(runs, here)
     assert order == [1, 2, 4] and elsewhere == {3: ["CPU model There CPU -> Here CPU"]}
     old, new = make_cell("fcn-r", batch=100, median_s=0.5, run_id=2), make_cell("fcn-r", batch=100, median_s=0.7)
-    assert cost.measured_cpu([old, new], 100, {}, quoted, order) is new  # run 1, measured last, not run 2
+    assert cost.measured_cpu([old, new], 100, read({}), quoted, order) is new  # run 1, measured last, not run 2
     other = make_cell("fcn-r", batch=100, median_s=0.1, run_id=3)
     (note,) = cost.elsewhere_notes([old, new, other], 100, elsewhere)
     assert note.startswith("run 3 measured another machine (CPU model There CPU -> Here CPU), so its CPU step")
@@ -328,7 +356,8 @@ def test_a_stored_cell_of_another_model_of_the_same_name_is_not_used_and_said():
              make_cell("fcn-r", batch=100, median_s=0.3, run_id=2)]  # fmt: skip  # stored without its workload: kept
     kept, notes = cost.same_model(cells, BUILTIN["fcn-r"])
     assert [c.median_s for c in kept] == [0.5, 0.4, 0.3]
-    assert cost.measured_cpu(kept, 100, {}, quoted, [3, 2, 1]).median_s == 0.3 and cost.measured_peaks(kept, 100) == {}
+    assert cost.measured_cpu(kept, 100, read({}), quoted, [3, 2, 1]).median_s == 0.3
+    assert cost.measured_peaks(kept, 100) == {}
     (note,) = notes
     assert note.startswith("the store's fcn-r of run 3 was a different model (the workloads differ: params ")
     assert "source None -> " not in note and "source /home/u/mymodel.py:make -> None" in note

@@ -290,20 +290,21 @@ def show_cost(args, workload, predictions, work, deadline, notes) -> int:
     from dlperf.commands.common import print_rich
     from dlperf.commands.output import write_stdout
     from dlperf.defaults import CPU_WATTS, KWH_PRICE
+    from dlperf.optimize_results import quoted
     from dlperf.predict import cost, memory
     from dlperf.report import cost as view
 
     samples, what, steps = work  # in the steps a loader trains them in, as advise counts them (`cost.epoch`)
-    cells, timed, where, runs = stored_cells(args, workload.name)  # timed: each plain CPU cell's steps per process
+    cells, timed, where, runs = stored_cells(args, workload.name)  # timed: a run's CPU cells' steps per process
     cells, others = cost.same_model(cells, workload)  # another model of the name: neither its step nor its peak
     predicted = predicted_peaks(args, workload, {p.mode for p in predictions})
     peaks = cost.measured_peaks(cells, workload.batch, predicted)
     x = cost.costs(workload, predictions, samples, what, peaks, deadline, predicted, steps)
     x.largest = memory.largest_left_out(workload, x.left_out, float(args.timeout))
-    from dlperf.optimize_results import quoted
-
     order, elsewhere = cost.this_cpu(runs, envinfo.capture() if runs else {})  # this machine's runs, latest first
-    cell = cost.measured_cpu(cells, workload.batch, timed, quoted, order)  # the rule advise quotes its mode search by
+    unread: list[str] = []  # the quoted run's step times that no longer decode: its fp32 eager step quoted
+    cell = cost.measured_cpu(cells, workload.batch, cost.readable(timed, unread), quoted, order)  # as advise quotes
+    doubts = [*unread, *view.cpu_doubts(cell)]
     others += cost.elsewhere_notes(cells, workload.batch, elsewhere)
     watts = CPU_WATTS if args.cpu_watts is None else args.cpu_watts  # given with --cost only (`check_cost_flags`)
     price = KWH_PRICE if args.kwh_price is None else args.kwh_price
@@ -314,12 +315,12 @@ def show_cost(args, workload, predictions, work, deadline, notes) -> int:
 
         from dlperf.predict.roofline import uncertainty
 
-        write_stdout(json.dumps({**cost.to_json(x), "cpu_how": how, "cpu_doubts": view.cpu_doubts(cell),
+        write_stdout(json.dumps({**cost.to_json(x), "cpu_how": how, "cpu_doubts": doubts,
                                  "not_used": others, "uncertainty": uncertainty(),
                                  "notes": [*view.notes(x), *notes]}, indent=1) + "\n", "the costs")  # fmt: skip
         return 0
     # every GPU left out: no empty table, the lines say why
-    notes = [*view.cpu_doubts(cell), *others, *view.notes(x), *notes]
+    notes = [*doubts, *others, *view.notes(x), *notes]
     print_rich(view.table(x) if x.rows else "", lines=view.lines(x, how), notes=notes)
     return 0
 
@@ -347,28 +348,28 @@ def predicted_peaks(args, workload, modes, quiet: bool = False) -> dict[str, int
         return str(e)
 
 
-def stored_cells(args, workload: str) -> tuple[list, dict, str, list]:
-    """Every cell of `workload` (or its crossover variants) in the store, of every run, the per-process step times of
-    its plain CPU cells (by run and cell key: what `cost.measured_cpu` tells modes apart by), and the runs; none when
-    there is no store."""
+def stored_cells(args, workload: str) -> tuple:
+    """Every cell of `workload` (or its crossover variants) in the store, of every run; what reads a run's cells' per-
+    process step times (by cell key: what `cost.measured_cpu` tells modes apart by, read for the run it reaches
+    alone: one damaged row of any other run stopped --cost); and the runs. No cells when there is no store."""
+    from contextlib import closing
     from pathlib import Path
 
     from dlperf.commands.common import db_path, open_store
     from dlperf.report.crossover import base_name
 
+    def timed(run: int, cells) -> dict[str, list[list[float]]]:
+        with closing(open_store(args)) as store:
+            return {c.key: store.samples(run, c.key) for c in cells}
+
     where = db_path(args)
     if not Path(where).is_file():
-        return [], {}, where, []
-    store = open_store(args)
-    try:
+        return [], timed, where, []
+    with closing(open_store(args)) as store:
         runs = store.runs()
         found = [c for r in runs for c in store.cells(r.id, unreadable=lambda fault: None)
                  if base_name(c.workload) == workload]  # fmt: skip
-        samples = {(c.run_id, c.key): store.samples(c.run_id, c.key) for c in found
-                   if c.device == "cpu" and not c.loader and not c.nproc}  # fmt: skip
-    finally:
-        store.close()
-    return found, samples, where, runs
+    return found, timed, where, runs
 
 
 # Its columns fit 80 columns with a GPU name of up to 17 characters (all but one of the table's): the kernels a step,

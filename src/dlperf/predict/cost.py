@@ -302,25 +302,42 @@ def elsewhere_notes(cells, batch: int, elsewhere: dict[int, list[str]]) -> list[
             "quoted" for run, diff in elsewhere.items() if run in found]  # fmt: skip
 
 
-def measured_cpu(cells, batch: int, samples: dict[tuple[int, str], list[list[float]]], quoted, order: list[int]):
+def measured_cpu(cells, batch: int, timed, quoted, order: list[int]):
     """This CPU's step at `batch` as `dlperf advise` quotes it, from `cells` (the workload's, of any run:
-    `same_model`'s) and their per-process step times (`samples`, by run and cell key): of the runs in `order` (this
-    machine's, the latest measured first: `this_cpu`), the first that measured a plain CPU step at the batch with fp32
-    eager among it, the cell `quoted` takes of each process kind's modes (the command gives
-    `optimize_results.quoted`: a mode reliably faster than fp32 that still trains, else fp32 eager), at the thread
-    count where that is fastest (as crossover's thread search takes it); None where no run did (an older one is read
-    where the latest has no fp32 step). Never the fastest cell of any run: a minimum over noisy cells, disturbed ones
-    and modes not told apart from fp32 among them, is biased low."""
+    `same_model`'s) and their per-process step times (`timed(run, cells)`, by cell key: read for each run as it is
+    reached, `readable`): of the runs in `order` (this machine's, the latest measured first: `this_cpu`), the first
+    that measured a plain CPU step at the batch with fp32 eager among it, the cell `quoted` takes of each process
+    kind's modes (the command gives `optimize_results.quoted`: a mode reliably faster than fp32 that still trains,
+    else fp32 eager), at the thread count where that is fastest (as crossover's thread search takes it); None where no
+    run did (an older one is read where the latest has no fp32 step). Never the fastest cell of any run: a minimum
+    over noisy cells, disturbed ones and modes not told apart from fp32 among them, is biased low."""
     mine = plain_cpu(cells, batch)
     for run in order:
         groups: dict[tuple, list] = {}  # the modes of one process kind: workload (crossover's @bN), framework, threads
         for c in mine:
             if c.run_id == run:
                 groups.setdefault((c.workload, c.framework, c.threads), []).append(c)
-        picks = [quoted(g, {c.key: samples.get((run, c.key), []) for c in g}) for g in groups.values()]
+        picks = [quoted(g, timed(run, g)) for g in groups.values()]
         if found := [c for c in picks if c is not None]:
             return min(found, key=lambda c: c.median_s)
     return None
+
+
+def readable(timed, notes: list[str]):
+    """`timed` (a run's per-process step times by cell key, as `measured_cpu` reads them) with a row that no longer
+    decodes read as none of that run's cells' (its fp32 eager step quoted: no other mode is told apart from it without
+    them), said in `notes`: one damaged row of any run stopped `predict --cost`."""
+    from dlperf.errors import UnreadableRow
+
+    def read(run: int, cells) -> dict[str, list[list[float]]]:
+        try:
+            return timed(run, cells)
+        except UnreadableRow as fault:
+            notes.append(f"{fault}: this CPU's step is that run's fp32 eager one, no other mode told apart from it "
+                         "without them")  # fmt: skip
+            return {}
+
+    return read
 
 
 def measured_peaks(cells, batch: int, predicted: dict[str, int] | None = None) -> dict[str, int]:
