@@ -184,6 +184,23 @@ def test_a_damaged_samples_row_is_read_only_where_quoted_and_then_quotes_fp32_wi
     assert note.endswith("this CPU's step is that run's fp32 eager one, no other mode told apart from it without them")
 
 
+def test_a_store_of_other_modes_alone_asks_for_the_fp32_eager_step_they_are_quoted_against(report_db):
+    """Issue: a store holding a bf16 cell alone was said to hold "no measured step of fcn-r at batch 1024"."""
+    this_machine(report_db)
+    conn = sqlite3.connect(report_db)
+    with conn:
+        conn.execute("DELETE FROM cells WHERE workload = 'fcn-r' AND mode = 'fp32'")
+    conn.close()
+    proc = dlperf("predict", "fcn-r", "--gpu", "T4", "--modes", "fp32", "--cost", "--format", "json", db=report_db,
+                  env=NO_FILE)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["cpu_measured"] is None
+    assert got["cpu_how"] == (f"no fp32 eager step of fcn-r at batch 1024 in {report_db} to compare its measured bf16 "
+                              f"against: `dlperf run --workloads fcn-r --devices cpu --modes fp32 --db {report_db}` "
+                              "measures one")  # fmt: skip
+
+
 DATASET_FACTORY = """
 import torch
 import dlperf

@@ -106,6 +106,25 @@ def test_no_command_is_suggested_that_cannot_run_on_this_machine():
     assert "`dlperf crossover resnet-50 --batch 1024 --batches 1024 --db dlperf.db` measures one" in fits
 
 
+def test_a_store_without_an_fp32_eager_step_asks_for_one_not_for_any_step():
+    """Issue: a store holding fcn-r's bf16 cell alone got "no measured step of fcn-r at batch 1024": a mode is
+    quoted against fp32 eager (`optimize_results.quoted`), which it lacked. Now it says so and asks for fp32."""
+    from dataclasses import replace
+
+    from conftest import make_cell
+
+    cells = [make_cell("fcn-r", mode="bf16", batch=1024, median_s=0.2), make_cell("fcn-r", batch=64, median_s=0.1),
+             make_cell("fcn-r", mode="fp16", batch=1024, median_s=0.3, run_id=2)]  # fmt: skip
+    assert cost.without_fp32(cells, 1024, [1]) == ["bf16"]  # run 2 is not this machine's, batch 64 not the one
+    said = view.how_to_measure(BUILTIN["fcn-r"], "x.db", "", ["bf16"])
+    assert said == ("no fp32 eager step of fcn-r at batch 1024 in x.db to compare its measured bf16 against: "
+                    "`dlperf run --workloads fcn-r --devices cpu --modes fp32 --db x.db` measures one")  # fmt: skip
+    said = view.how_to_measure(replace(BUILTIN["fcn-r"], batch=48), "x.db", "", ["bf16", "fp16"])
+    assert said.startswith("no fp32 eager step of fcn-r at batch 48 in x.db to compare its measured bf16, fp16 against")
+    assert "`dlperf crossover fcn-r --batch 48 --batches 48 --mode fp32 --db x.db` measures one" in said
+    assert view.how_to_measure(BUILTIN["fcn-r"], "x.db").startswith("no measured step of fcn-r at batch 1024 in x.db:")
+
+
 def test_a_slow_steps_samples_a_second_keep_three_figures():
     """Issue: lm-1.3b at batch 8 on an A100 (fp32, 5.40 s a step) read "1" sample/s, and the H100's 1.71 s "5": the
     column said 1 against 5 where the steps differ 3.2 times; below 100 a rate keeps three significant figures."""

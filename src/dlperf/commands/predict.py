@@ -309,7 +309,8 @@ def show_cost(args, workload, predictions, work, deadline, notes) -> int:
     watts = CPU_WATTS if args.cpu_watts is None else args.cpu_watts  # given with --cost only (`check_cost_flags`)
     price = KWH_PRICE if args.kwh_price is None else args.kwh_price
     x.cpu = cost.cpu_cost(cell, samples, watts, price, steps=steps) if cell else None
-    how = None if cell else view.how_to_measure(workload, where, no_room_here(workload, predicted))
+    how = None if cell else view.how_to_measure(workload, where, no_room_here(workload, predicted),
+                                                cost.without_fp32(cells, workload.batch, order))  # fmt: skip
     if args.format == "json":  # the uncertainty and the notes as the text prints them, as advise's JSON has them
         import json
 

@@ -302,6 +302,12 @@ def elsewhere_notes(cells, batch: int, elsewhere: dict[int, list[str]]) -> list[
             "quoted" for run, diff in elsewhere.items() if run in found]  # fmt: skip
 
 
+def without_fp32(cells, batch: int, order: list[int]) -> list[str]:
+    """The modes of the plain CPU steps at `batch` that the runs in `order` (`this_cpu`'s) stored, where no step is
+    quoted (`measured_cpu`: None): none of them has fp32 eager to set a mode against."""
+    return sorted({c.mode for c in plain_cpu(cells, batch) if c.run_id in order})
+
+
 def measured_cpu(cells, batch: int, timed, quoted, order: list[int]):
     """This CPU's step at `batch` as `dlperf advise` quotes it, from `cells` (the workload's, of any run:
     `same_model`'s) and their per-process step times (`timed(run, cells)`, by cell key: read for each run as it is

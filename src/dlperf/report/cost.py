@@ -176,19 +176,25 @@ def deadline_text(s: float) -> str:
     return f"{s:g}s"
 
 
-def how_to_measure(workload, where: str, no_room: str = "") -> str:
-    """What to run when the store `where` holds no measured CPU step of the workload at its batch; nothing to run where
-    the step does not fit the memory this machine has available (`no_room`: `predict.memory.no_room_here`'s reason, the
-    one check `advise` and `crossover` make before they measure)."""
-    missing = f"no measured step of {workload.name} at batch {workload.batch} in {where}"
+def how_to_measure(workload, where: str, no_room: str = "", measured: list[str] = ()) -> str:
+    """What to run when the store `where` holds no measured CPU step of the workload at its batch to quote; nothing to
+    run where the step does not fit the memory this machine has available (`no_room`: `predict.memory.no_room_here`'s
+    reason, the one check `advise` and `crossover` make before they measure). `measured`: the modes stored at the
+    batch without an fp32 eager step among them, which a mode is quoted against (`optimize_results.quoted`): a store
+    of a bf16 cell alone was said to hold "no measured step"."""
+    of = f"{workload.name} at batch {workload.batch} in {where}"
+    missing = f"no measured step of {of}"
+    if measured:
+        missing = f"no fp32 eager step of {of} to compare its measured {', '.join(measured)} against"
     if no_room:
         return f"{missing}, and none can be measured here: {no_room.removeprefix('not measured: ')}"
     if workload.batch == _default_batch(workload.name) and not workload.is_user:
-        run = f"dlperf run --workloads {workload.name} --devices cpu"
+        run = f"dlperf run --workloads {workload.name} --devices cpu" + " --modes fp32" * bool(measured)
     else:  # at this batch, its threads searched at it too: crossover's own batches are powers of two, searched at
         # the workload's own batch (`--batches 64` alone searched the threads at 20 and measured 20 as well)
         b = workload.batch
         run = f"dlperf crossover {workload.source if workload.is_user else workload.name} --batch {b} --batches {b}"
+        run += " --mode fp32" * bool(measured)
     return f"{missing}: `{run} {db_flag(where)}` measures one"  # into the store read: it was ./dlperf.db
 
 
