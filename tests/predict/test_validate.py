@@ -88,6 +88,19 @@ def test_published_precisions_map_to_modes(text, mode):
     assert v.mode_of(text) == mode
 
 
+def test_mixed_precision_is_predicted_as_fp16_and_tf32_said_off_is_fp32(tmp_path):
+    """A user's CSV: "Mixed precision" was skipped as a precision not predicted, though dlperf predicts mixed precision
+    (as fp16 autocast, as AMP is read), and "FP32 (TF32 disabled)" was scored as tf32."""
+    said = {"Mixed precision": "fp16", "mixed": "fp16", "mixed bf16": "bf16", "Mixed (BF16)": "bf16",
+            "FP32 (TF32 disabled)": "fp32", "TF32 off": "fp32", "no TF32": "fp32", "FP32, allow_tf32=False": "fp32",
+            "AMP (TF32 disabled)": "fp16", "TF32 (published as FP32)": "tf32", "TF32 + XLA": "tf32"}  # fmt: skip
+    assert {text: v.mode_of(text) for text in said} == said
+    path = tmp_path / "rows.csv"
+    path.write_text(HEADER + "".join(GOOD.replace(",FP32,", f",{p},") + "\n" for p in ("Mixed precision", "TF32 off")))
+    cases, skipped = v.read(path)
+    assert [c.mode for c in cases] == ["fp16", "fp32"] and skipped == []
+
+
 def test_a_precision_dlperf_does_not_predict_is_skipped_and_an_ambiguous_gpu_said_so(tmp_path):
     """INT8 was read as fp32 and scored ("fp32 ... -74%"); a row on "A100" was skipped as a GPU not in the table,
     where `--gpu A100` says the name is ambiguous."""

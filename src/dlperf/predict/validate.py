@@ -313,18 +313,24 @@ def _workload(model: str) -> tuple[str | None, str]:
     return None, ""
 
 
+# TF32 said to be off: "FP32 (TF32 disabled)", "TF32 off", "no TF32", "allow_tf32=False", "NVIDIA_TF32_OVERRIDE=0"
+_TF32_OFF = re.compile(r"\b(?:NO|WITHOUT)\s+TF32\b|TF32(?:_OVERRIDE)?\s*[:=]?\s*(?:OFF|DISABLED?|FALSE|0)\b")
+
+
 def mode_of(precision: str) -> str | None:
-    """The dlperf mode of a published precision: TF32, else BF16, else mixed/half precision as fp16, else FP32 (or
-    float32, single); None for any other (INT8, FP8, none given): a precision dlperf does not predict, whose row is
-    skipped saying so, never scored as fp32."""
-    p = precision.upper()
+    """The dlperf mode of a published precision: TF32, else BF16, else mixed/half precision as fp16 ("AMP", "Mixed
+    precision", as dlperf predicts mixed precision: it was skipped as not predicted), else FP32 (or float32, single,
+    or TF32 said to be off: "FP32 (TF32 disabled)" was scored as tf32); None for any other (INT8, FP8, none given): a
+    precision dlperf does not predict, whose row is skipped saying so, never scored as fp32."""
+    said = precision.upper()
+    p = _TF32_OFF.sub(" ", said)
     if "TF32" in p:
         return "tf32"
     if "BF16" in p or "BFLOAT16" in p:
         return "bf16"
-    if "AMP" in p or "FP16" in p or "HALF" in p or "FLOAT16" in p:
+    if "AMP" in p or "FP16" in p or "HALF" in p or "FLOAT16" in p or "MIXED" in p:
         return "fp16"
-    if "FP32" in p or "FLOAT32" in p or "SINGLE" in p:
+    if "FP32" in p or "FLOAT32" in p or "SINGLE" in p or p != said:  # the last: TF32 said to be off
         return "fp32"
     return None
 
