@@ -13,7 +13,7 @@ import pytest
 
 import dlperf
 
-GONE = "the working directory no longer exists (deleted or moved since this shell entered it): cd to a folder"
+GONE = "the working directory no longer exists (deleted since this shell entered it): cd to a folder"
 
 
 def test_every_command_refuses_a_deleted_working_directory_in_one_line(tmp_path):

@@ -197,7 +197,8 @@ EXPORT_COLUMNS = {
     "consecutive batches), seconds",
     "mean_ci_high_s": "the high end of the mean step's 95% confidence interval, seconds",
     "n": "timed steps, every process's",
-    "processes": "the cell's timed processes stored; fewer than processes_planned in an unfinished run: not final",
+    "processes": "the cell's processes stored (a failed one too); fewer than processes_planned in an unfinished run: "
+    "not final (a search's baseline may take more, its candidates fewer)",
     "processes_planned": "its run's --repeats: the timed processes each cell gets",
     "samples_per_s": "samples per second at the median step",
     "warmup_steps": "the steps run before timing began",

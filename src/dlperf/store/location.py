@@ -40,8 +40,8 @@ def working_directory() -> None:
     try:
         os.getcwd()
     except FileNotFoundError:
-        raise UsageError("the working directory no longer exists (deleted or moved since this shell entered it): cd "
-                         "to a folder that exists and run it again") from None  # fmt: skip
+        raise UsageError("the working directory no longer exists (deleted since this shell entered it): cd to a "
+                         "folder that exists and run it again") from None  # fmt: skip
     except PermissionError:
         raise UsageError("the working directory cannot be read (a folder above it lost its permissions): cd to "
                          "another folder and run it again") from None  # fmt: skip
