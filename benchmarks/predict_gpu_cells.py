@@ -8,7 +8,8 @@ second call's store holds the first's runs too, read once). Each cell is the med
 its data on the GPU (dlperf's synthetic batch): a loader cell times the input pipeline too and is left out, as are
 CPU cells. Each is predicted for the GPU it ran on, by `predict_h100.predicted` (the operators counted on this CPU as
 `dlperf predict` counts them). With `--before OLD_SRC` (`git archive OLD src | tar -x -C DIR`, then DIR/src) each
-cell is predicted by that dlperf too, in a child process, and both errors are printed side by side.
+cell is predicted by that dlperf too, in a child process, and both errors are printed side by side. Its last line is
+`roofline.MEASURED_GPU`, the band of these errors that `advise --deadline` weighs.
 """
 
 from __future__ import annotations
@@ -111,6 +112,16 @@ def summary(now: list[list[float]], old: list[list[float]] | None) -> list[str]:
     return out
 
 
+def band(now: list[list[float]]) -> dict:
+    """What `roofline.MEASURED_GPU` holds: the signed error's 10th and 90th percentiles and the median absolute error
+    over every session's cells, the deadline's risk when it is wider than the published rows' band."""
+    pairs = [pair for s, got in zip(SESSIONS, now, strict=True) for pair in zip(cells(s), got, strict=True)]
+    errors = [(p / c.median_s - 1) * 100 for c, p in pairs]
+    deciles = statistics.quantiles(errors, n=10, method="inclusive")
+    return {"cells": len(errors), "p10_pct": round(deciles[0], 1), "p90_pct": round(deciles[-1], 1),
+            "median_abs_pct": round(statistics.median(map(abs, errors)), 1)}  # fmt: skip
+
+
 def median_error(got: list[float], measured: list[float]) -> float:
     return statistics.median(abs(p / m - 1) * 100 for p, m in zip(got, measured, strict=True))
 
@@ -131,6 +142,7 @@ def main(argv: list[str] | None = None) -> None:
     old = before(args.before) if args.before else None
     print("\n".join(table(now, old)) + "\n")
     print("\n".join(summary(now, old)))
+    print(f"MEASURED_GPU = {band(now)}  (roofline.MEASURED_GPU holds it)")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """benchmarks/predict_gpu_cells.py without counting: every recorded GPU session read, each cell once (a row two calls'
 stores both hold counted once), no loader or CPU cell, and the table's errors against given predictions."""
 
+import pytest
+
 from conftest import benchmark
 
 benchmark("predict_h100")  # the script imports its neighbour
@@ -27,3 +29,19 @@ def test_the_table_holds_each_prediction_against_its_cell():
     assert all(line.endswith("| +0% | " + line.split("|")[-3].strip() + " | +50% |") for line in lines[2:])
     said = cells.summary(now, old)
     assert said[-1] == "all sessions: 74 cells, median absolute error before 0%, now 50%"
+
+
+def test_the_band_is_the_signed_errors_deciles_over_every_cell():
+    now = [[c.median_s * (1.5 if i % 2 else 0.9) for i, c in enumerate(cells.cells(s))] for s in cells.SESSIONS]
+    got = cells.band(now)
+    assert got["cells"] == 74 and got["median_abs_pct"] == 30.0  # 37 cells at 10%, 37 at 50%
+    assert (got["p10_pct"], got["p90_pct"]) == (-10.0, 50.0)
+
+
+@pytest.mark.slow
+def test_the_measured_gpu_band_the_deadline_weighs_is_the_predictors_today():
+    """roofline.MEASURED_GPU is a copy of this script's figures: a change to the predictor that moves them fails
+    here until the copy is refreshed (counts every cell's operators on this CPU: seconds, once cached)."""
+    from dlperf.predict import roofline
+
+    assert cells.band(cells.predictions()) == pytest.approx(roofline.MEASURED_GPU, abs=0.15)

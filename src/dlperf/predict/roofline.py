@@ -120,6 +120,11 @@ FIT: dict = {
     "rows": 143, "scope": "in", "held_out": "leave-one-GPU-out", "median_abs_pct": 15.1, "p10_pct": -22.8,
     "p90_pct": 36.4, "in_sample_median_abs_pct": 14.5, "by_mode": {"fp16": 16.6, "fp32": 22.1, "tf32": 11.1},
 }  # fmt: skip
+# The steps dlperf's own GPU checks measured (an H100 once, an H200 three times: benchmarks/predict_gpu_cells.py
+# prints these figures) against their predictions: smaller batches than the published rows, where the host's work and
+# the launches count, and predicted faster than measured more often (80% of the errors within -33% to +4%). Some of
+# them weighed in BLOCK_BW and BLOCK_BYTES, so they are not held out; the deadline's risk takes the wider of the two.
+MEASURED_GPU: dict = {"cells": 74, "p10_pct": -33.0, "p90_pct": 4.4, "median_abs_pct": 16.0}
 
 
 @dataclass(frozen=True)
@@ -300,10 +305,16 @@ def fp32_note(gpus: list[GPU], eff: Efficiency = EFFICIENCY) -> str:
     return said
 
 
-def slowest_factor() -> float | None:
-    """The published step over the predicted at the error's 10th percentile (1.30 where it is -23%): how much longer
-    than predicted a step may well take; None before any fit."""
-    return None if FIT["p10_pct"] is None else 1 / (1 + FIT["p10_pct"] / 100)
+def slowest_factor() -> tuple[float, str] | None:
+    """How much longer than predicted a step may well take, and whose error says so: the measured step over the
+    predicted at the 10th percentile of the error of the published rows (held out: 1.30 where it is -23%) or of the
+    GPU steps dlperf measured (1.49 at -33%), whichever is wider: the GPU checks' resnet-50 b256, resnet-56 and LSTM
+    steps took 1.5 to 1.8 times their predictions, past the published band. None before any fit."""
+    if FIT["p10_pct"] is None:
+        return None
+    published = (1 / (1 + FIT["p10_pct"] / 100), "of published measurements, held out")
+    measured = (1 / (1 + MEASURED_GPU["p10_pct"] / 100), f"on the {MEASURED_GPU['cells']} GPU steps dlperf measured")
+    return max(published, measured)
 
 
 def error_band() -> tuple[float, float] | None:
