@@ -155,6 +155,41 @@ def test_a_measurement_the_store_refuses_stops_the_groups_other_children(session
     assert told == [sweep.Together.STOPPED]
 
 
+def test_a_full_temporary_folder_stops_the_group_in_one_line_naming_the_cell(session, monkeypatch):
+    """The group's lock file, or a cell's task written from the group's thread, refused for want of room: an OSError
+    traceback; now the sweep's one line (`sweep.OutOfRoom`), naming the cell whose files could not be written."""
+    import errno
+    import tempfile
+
+    from dlperf.runner import room
+
+    def refused(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as full:
+        full.setattr(tempfile, "TemporaryDirectory", refused)
+        lock = (
+            r"^tiny-fcn-r torch cpu:1 compile not measured: dlperf could not write the lock file of cells "
+            r"compiling at once \(the temporary folder .* is full: No space left on device\); every cell's"
+        )
+        with pytest.raises(sweep.OutOfRoom, match=lock):
+            session.measure([Task(A, 0), Task(B, 0)], lambda total: Shown())
+
+    said = room.NoRoom("the temporary folder '/t' is full", "free space there")
+
+    def run_task(task, ctx, poll, group_of=None, k=0):
+        if k == 1:
+            raise room.Unwritten("the task of a cell process", said)
+        return ProcessMeasurement(status=Status.OK, samples=[0.01] * 3, duration_s=1.0)
+
+    monkeypatch.setattr(sweep, "run_task", run_task)
+    with pytest.raises(sweep.OutOfRoom, match=r"^tiny-resnet-56 torch cpu:1 bf16\+compile not measured: dlperf could "
+                                              r"not write the task of a cell process \(the temporary folder '/t' is "
+                                              r"full\); every cell's worker would fail alike, so the sweep stopped: "
+                                              r"free space there, then `dlperf run --resume"):  # fmt: skip
+        session.measure([Task(A, 0), Task(B, 0)], lambda total: Shown())
+
+
 def intervals(detail: dict) -> dict[str, tuple[float, float]]:
     """A process's phases as wall-clock intervals, from its timeline and the moment it was started."""
     at = {name: detail["started_at"] + t for name, t in detail["timeline"]}

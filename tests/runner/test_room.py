@@ -8,6 +8,10 @@ from __future__ import annotations
 import errno
 import resource
 import sys
+import tempfile
+from pathlib import Path
+
+import pytest
 
 from conftest import require
 from dlperf.answers import EnvRequest
@@ -99,3 +103,100 @@ def test_the_sweep_stops_at_the_first_cell_whose_worker_had_no_room(tmp_path, mo
         assert store.run(1).status == "interrupted" and {c.status.value for c in store.cells(1)} == {"pending"}
     finally:
         store.close()
+
+
+def failing(number: int, text: str):
+    def fail(*args, **kwargs):
+        raise OSError(number, text)
+
+    return fail
+
+
+refused = failing(errno.ENOSPC, "No space left on device")
+
+
+def filled(folder: str) -> str:
+    """What a write refused in the full temporary folder `folder` says of it ($TMPDIR named where it chose it)."""
+    return (f"the temporary folder {folder!r}{room.named_by(Path(folder))}, where each process's task, events and log "
+            "are written, is full: No space left on device")  # fmt: skip
+
+
+def test_a_task_file_refused_after_the_sweep_began_stops_it_in_one_line(tmp_path, monkeypatch, capsys):
+    """$TMPDIR filled up between the run's start and a cell's task file: the write of task.json was a traceback
+    (OSError: [Errno 28]), exit 1. It is now the line a worker that could not write gets, the run left to --resume."""
+    require("torch")
+    from dlperf.cli import main
+    from dlperf.runner import launch as launching
+    from dlperf.store import Store
+
+    written, tried = launching.write_task, []
+
+    def full_for_cells(task, path):  # the planning probe's task still fits
+        if task.KIND == "cell":
+            tried.append(task.cell.key)
+            refused()
+        written(task, path)
+
+    monkeypatch.setattr(launching, "write_task", full_for_cells)
+    db = tmp_path / "t.db"
+    argv = ["run", "--workloads", "tiny-fcn-r", "--threads", "1,2", "--no-predict", "--no-loss-check", "--db", str(db)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    [line] = [x for x in err.splitlines() if x.startswith("dlperf: error:")]
+    where = filled(tempfile.gettempdir())
+    assert line == (
+        f"dlperf: error: tiny-fcn-r torch cpu:1 fp32 not measured: dlperf could not write the task of a cell process "
+        f"({where}); every cell's worker would fail alike, so the sweep stopped: free space there, or set TMPDIR to a "
+        f"folder with room, then `dlperf run --resume --db {db}` measures the cells left"
+    )
+    assert len(tried) == 1  # not the second cell
+    store = Store.open(db, create=False)
+    try:
+        assert store.run(1).status == "interrupted" and {c.status.value for c in store.cells(1)} == {"pending"}
+    finally:
+        store.close()
+
+
+def test_each_write_of_dlperfs_own_for_a_child_is_refused_in_one_line(tmp_path, monkeypatch):
+    """The child's folder, its task and its log files: each refused for want of room is `Unwritten` (one line, exit
+    2 where no sweep says more: a planning probe's), naming $TMPDIR where it chose the folder; the file-size limit
+    too; any other error stays what it was."""
+    from dlperf.runner import launch as launching
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # chosen again, from $TMPDIR
+    probe = ProbeTask("torch", EnvRequest())
+    where = filled(str(tmp_path))
+    assert "($TMPDIR)" in where
+    for name, what in ((tempfile, "folder"), (launching, "task"), (launching, "log")):
+        target = {"folder": "TemporaryDirectory", "task": "write_task", "log": "start_cold"}[what]
+        with monkeypatch.context() as full:
+            full.setattr(name, target, refused)
+            with pytest.raises(room.Unwritten) as caught:
+                launch(probe, sys.executable, 1, 60)
+        assert str(caught.value) == (f"dlperf could not write the {what} of a probe process ({where}): free space "
+                                     "there, or set TMPDIR to a folder with room")  # fmt: skip
+    assert list(tmp_path.iterdir()) == []  # the folder made before the refusal is gone with it
+    limited(monkeypatch, 4096)
+    said = r"task of a probe process \(the file-size limit, ulimit -f 4 \(4,096 bytes\), stopped it: File too large\)"
+    with monkeypatch.context() as full:
+        full.setattr(launching, "write_task", failing(errno.EFBIG, "File too large"))
+        with pytest.raises(room.Unwritten, match=said):
+            launch(probe, sys.executable, 1, 60)
+    monkeypatch.setattr(launching, "write_task", failing(errno.EIO, "I/O error"))
+    with pytest.raises(OSError, match="I/O error"):
+        launch(probe, sys.executable, 1, 60)
+
+
+def test_a_warm_parent_without_room_for_its_folder_leaves_its_cells_cold(monkeypatch):
+    """Its folder made as it starts (a cell's launch may start it): refused, it was a traceback; now it never starts,
+    saying why, as one that cannot start does, and the cell's own launch says the rest (`Unwritten`)."""
+    import os
+
+    from dlperf.runner import warm
+
+    monkeypatch.setattr(tempfile, "mkdtemp", refused)
+    parent = warm.WarmParent(sys.executable, "torch", warm.env_key(os.environ))
+    assert parent.serving(timeout=1) == "the warm parent could not start: [Errno 28] No space left on device"
+    parent.close()

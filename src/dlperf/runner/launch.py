@@ -27,7 +27,7 @@ from dlperf.measure import system
 from dlperf.measure.system import descendants
 from dlperf.parallel import Rendezvous
 from dlperf.protocol import LIFELINE, CellTask, Event, ProbeTask, Task, decode, read_events, write_task
-from dlperf.runner import lifeline, warm
+from dlperf.runner import lifeline, room, warm
 from dlperf.runner.distributed import python_module, spawn_command, torchrun_command
 from dlperf.runner.environ import cache_env, child_env
 from dlperf.runner.room import NoRoom, no_room
@@ -305,12 +305,17 @@ def launch(
     """Run `task` in a child (or, distributed, in `nproc` processes on this node) with the thread variables of
     `threads`, for at most `timeout` seconds. `watch` sees a one-process child's events as they arrive and may stop
     it with a reason. Never raises for the child's failure; an interrupt stops the child's tree and propagates, as
-    `ChildInterrupted` with the events the child had reported."""
+    `ChildInterrupted` with the events the child had reported; the child's folder, task or log that dlperf could not
+    write for want of room is `room.Unwritten`."""
     lifeline.not_nested()
     lifeline.remove_stale_dirs_once()
-    with tempfile.TemporaryDirectory(prefix=lifeline.tmp_prefix(task.KIND)) as tmp:
+    of = f"of a {task.KIND} process"  # $TMPDIR full: said in one line (`room.Unwritten`), not a traceback
+    with room.writing(f"the folder {of}", Path(tempfile.gettempdir())):
+        made = tempfile.TemporaryDirectory(prefix=lifeline.tmp_prefix(task.KIND))
+    with made as tmp:
         tmpdir = Path(tmp)
-        write_task(task, tmpdir / "task.json")
+        with room.writing(f"the task {of}", tmpdir.parent):
+            write_task(task, tmpdir / "task.json")
         events = tmpdir / EVENTS
         cmd = child_command(python, task, str(tmpdir / "task.json"), str(events), nproc, rdzv, job_id)
         env = {**child_env(os.environ, threads, python), **cache_env(tmpdir), **lifeline.child_vars(tmpdir.name)}
@@ -324,7 +329,8 @@ def launch(
         # a GPU cell is forked only from a parent that never initialized CUDA
         gpu = parent is not None and not probe and task.cell.device != "cpu"
         try:
-            with lifeline.reaping(tmpdir.name, KILL_GRACE_S, parent):  # what the child left running stops as it ends
+            # what the child left running stops as it ends; a cold child's log files are opened here (`start_cold`)
+            with room.writing(f"the log {of}", tmpdir.parent), lifeline.reaping(tmpdir.name, KILL_GRACE_S, parent):
                 child = run_child(cmd, env, timeout, tmpdir, poll, limit, parent, gpu)
         except KeyboardInterrupt:  # its tree stopped: what it had reported goes with the interrupt
             raise ChildInterrupted(events_by_rank(tmpdir, task.DISTRIBUTED)) from None

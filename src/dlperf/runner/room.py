@@ -3,14 +3,21 @@ its events and its log) is full, or the file-size limit (`ulimit -f`) cut one of
 could not be written exits 1, its log often empty too: every cell was "failed: worker exited with code 1", nothing
 said of why, and the sweep went on failing each the same way. `no_room` names the cause; the sweep stops at it
 (`sweep.room_checked`), the cell left to `dlperf run --resume`, as a store that refuses a write stops it.
+
+The folder can also fill up before the child starts, while dlperf itself writes there (the child's folder, its task,
+its log files: `launch`): that write is refused the same way (`writing`, `Unwritten`), where it was a traceback.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from dlperf.errors import UsageError
 
 PROBE_BYTES = 64 * 1024  # written into the child's folder once it failed: a full file system refuses it
 FULL = frozenset(n for n in (errno.ENOSPC, getattr(errno, "EDQUOT", None)) if n is not None)
@@ -35,10 +42,7 @@ def no_room(folder: Path, stderr: str = "") -> NoRoom | None:
 def size_limit(folder: Path, stderr: str = "") -> NoRoom | None:
     """The file-size limit this process and its children run under, where a file of the child's reached it or the
     child said EFBIG; None without a limit, or where nothing met it."""
-    import resource
-
-    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-    if soft == resource.RLIM_INFINITY:
+    if (soft := file_size_limit()) is None:
         return None
     try:
         cut = [p.name for p in sorted(folder.iterdir()) if p.is_file() and p.stat().st_size >= soft]
@@ -46,7 +50,18 @@ def size_limit(folder: Path, stderr: str = "") -> NoRoom | None:
         cut = []
     if not cut and TOO_LARGE not in stderr:
         return None
-    what = f"cut its {cut[0]} short" if cut else "stopped one of its writes"
+    return over_limit(soft, f"cut its {cut[0]} short" if cut else "stopped one of its writes")
+
+
+def file_size_limit() -> int | None:
+    """`ulimit -f` in bytes (the soft limit, what a write meets); None where there is none."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def over_limit(soft: int, what: str) -> NoRoom:
     return NoRoom(f"the file-size limit, ulimit -f {soft // 1024} ({soft:,} bytes), {what}: File too large",
                   "raise the limit (ulimit -f unlimited)")  # fmt: skip
 
@@ -60,12 +75,46 @@ def full(folder: Path) -> NoRoom | None:
     except OSError as exc:
         if exc.errno not in FULL:
             return None
-        where = folder.parent
-        why = f"the temporary folder {str(where)!r}{named_by(where)}, where the worker writes its events and log"
-        return NoRoom(f"{why}, is full: {exc.strerror}", "free space there, or set TMPDIR to a folder with room")
+        return filled(folder.parent, exc, "where the worker writes its events and log")
     finally:
         probe.unlink(missing_ok=True)
     return None
+
+
+def filled(where: Path, exc: OSError, what: str) -> NoRoom:
+    """The temporary folder `where` said to be full: what is written there (`what`), in the error's own words."""
+    why = f"the temporary folder {str(where)!r}{named_by(where)}, {what}, is full: {exc.strerror}"
+    return NoRoom(why, "free space there, or set TMPDIR to a folder with room")
+
+
+class Unwritten(UsageError):
+    """dlperf's own write in the temporary folder (`what`: a child's folder, task or log) refused for want of room
+    (`said`). One line, as a worker that could not write is: a sweep stops at its cell (`sweep.room_for`), the cell
+    left to --resume."""
+
+    def __init__(self, what: str, said: NoRoom) -> None:
+        super().__init__(f"dlperf could not write {what} ({said.why}): {said.fix}")
+        self.what, self.said = what, said
+
+    def __reduce__(self):  # pickled or copied as made, as errors.RunInterrupted
+        return type(self), (self.what, self.said)
+
+
+@contextmanager
+def writing(what: str, where: Path) -> Iterator[None]:
+    """A write of dlperf's own into the temporary folder `where` (`what` it writes: "the task of a cell process"),
+    refused for want of room (the folder full, a quota, the file-size limit): `Unwritten`, which says so in one line;
+    any other error as it is."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in FULL:
+            said = filled(where, exc, "where each process's task, events and log are written")
+        elif exc.errno == errno.EFBIG and (soft := file_size_limit()) is not None:
+            said = over_limit(soft, "stopped it")
+        else:
+            raise
+        raise Unwritten(what, said) from None
 
 
 def write_probe(path: Path) -> None:

@@ -13,8 +13,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import Protocol
 
 from dlperf import envs
@@ -24,11 +25,12 @@ from dlperf.measure.system import affinity_cpus, pin_cpus
 from dlperf.modes import Mode, changes_arithmetic, mode_components
 from dlperf.parallel import Rendezvous, distributed
 from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, Event, MultiWorkerTask, Start
-from dlperf.runner import collect, kept, lifeline, warm
+from dlperf.runner import collect, kept, lifeline, room, warm
 from dlperf.runner import profile as profiling
 from dlperf.runner.distributed import rendezvous_id
 from dlperf.runner.launch import Launched, Watch, launch, unsuspended
 from dlperf.runner.lifeline import sigterm_as_interrupt
+from dlperf.runner.room import Unwritten
 from dlperf.runner.tasks import Task, processes, schedule
 from dlperf.spec import RunSpec
 from dlperf.store import Store, spill
@@ -61,9 +63,25 @@ def room_checked(launched: Launched, task: Task, ctx: SweepContext) -> Launched:
     """`launched`, unless its child failed for want of room to write (`OutOfRoom`)."""
     if launched.child.no_room is None:
         return launched
-    raise OutOfRoom(f"{task.cell.label} not measured: {launched.child.crashed_reason}; every cell's worker would fail "
-                    f"alike, so the sweep stopped: {launched.child.no_room.fix}, then "
-                    f"`{resume_command(ctx.store.path)}` measures the cells left")  # fmt: skip
+    raise out_of_room(task.cell, launched.child.crashed_reason, launched.child.no_room.fix, ctx)
+
+
+@contextmanager
+def room_for(cell: Cell, ctx: SweepContext) -> Iterator[None]:
+    """dlperf's own writes for `cell`'s children in the temporary folder (`room.Unwritten`: a $TMPDIR that filled up
+    since the sweep began) stop the sweep as a worker that could not write does (`room_checked`): one line, the cell
+    left to --resume, where the refused task file was a traceback."""
+    try:
+        yield
+    except Unwritten as exc:
+        raise out_of_room(cell, f"dlperf could not write {exc.what} ({exc.said.why})", exc.said.fix, ctx) from None
+
+
+def out_of_room(cell: Cell, reason: str, fix: str, ctx: SweepContext) -> OutOfRoom:
+    """The sweep's last line where `cell` could not be measured for want of room: why, and how to go on."""
+    again = resume_command(ctx.store.path)
+    return OutOfRoom(f"{cell.label} not measured: {reason}; every cell's worker would fail alike, so the sweep "
+                     f"stopped: {fix}, then `{again}` measures the cells left")  # fmt: skip
 
 
 def mark_interrupted(store: Store, run_id: int) -> str | None:
@@ -246,13 +264,18 @@ def run_together(
     their builds and compilations side by side, each warm-up and timed steps alone (`measure/gate.py`). Yields (k,
     measurement) as each ends. An interrupt, or an error storing a measurement, stops every child still running
     before it goes on."""
-    with tempfile.TemporaryDirectory(prefix=lifeline.tmp_prefix("gate")) as tmp:
-        group_of = Together(os.path.join(tmp, "gate"), [child_task(task, ctx) for task in group])
+    tasks, lock = [child_task(task, ctx) for task in group], "the lock file of cells compiling at once"
+    with room_for(group[0].cell, ctx), room.writing(lock, Path(tempfile.gettempdir())):  # $TMPDIR full: one line
+        made = tempfile.TemporaryDirectory(prefix=lifeline.tmp_prefix("gate"))
+    with made as tmp:
+        with room_for(group[0].cell, ctx), room.writing(lock, Path(tmp).parent):
+            group_of = Together(os.path.join(tmp, "gate"), tasks)
         pool = ThreadPoolExecutor(len(group))
 
         def one(k: int) -> ProcessMeasurement:
             try:
-                return run_task(group[k], ctx, lambda: None, group_of, k)
+                with room_for(group[k].cell, ctx):
+                    return run_task(group[k], ctx, lambda: None, group_of, k)
             finally:
                 group_of.started[k].set()  # a child that never started holds nothing
 
@@ -420,7 +443,8 @@ def measure_all(ctx: SweepContext, tasks: list[Task], progress, to_profile: list
             continue
         task = group[0]
         progress.start(i, task)
-        m = run_task(task, ctx, progress.refresh)
+        with room_for(task.cell, ctx):
+            m = run_task(task, ctx, progress.refresh)
         with lifeline.held():  # an interrupt comes once it is stored (one transaction: all or none) and its line said
             figures = store_or_keep(ctx, task, m)
             statuses.append(m.status)
@@ -435,8 +459,9 @@ def profile_cell(ctx: SweepContext, cell: Cell, progress, index: int, *, own_ite
         return
     progress.profiling(index, cell)
     median_s = next((c.median_s for c in ctx.store.cells(ctx.run_id) if c.key == cell.key), None)
-    row = profiling.profile(cell, ctx.workloads[cell.key], ctx.spec, interpreter_for(cell.framework), progress.refresh,
-                            median_s=median_s, watch=Deadline(ctx.deadline))  # fmt: skip
+    with room_for(cell, ctx):
+        row = profiling.profile(cell, ctx.workloads[cell.key], ctx.spec, interpreter_for(cell.framework),
+                                progress.refresh, median_s=median_s, watch=Deadline(ctx.deadline))  # fmt: skip
     with lifeline.held():
         ctx.store.record_profile(ctx.run_id, cell.key, row)
         progress.profiled(index, cell, row, own_item=own_item)

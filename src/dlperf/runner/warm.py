@@ -172,17 +172,26 @@ class WarmParent:
         self.exits: dict[int, int] = {}
         self.next_id = 0
         self.writing = threading.Lock()
-        # its own directory, as a cell's, for what its imports write (the compiler's cache directory), removed with it
-        self.tmpdir = tempfile.mkdtemp(prefix=lifeline.tmp_prefix("warm"))
+        self.thread = threading.Thread(target=self._own, name=f"dlperf-warm-{framework}", daemon=True)
+        try:  # its own directory, as a cell's, for what its imports write (the compiler's cache directory)
+            self.tmpdir = tempfile.mkdtemp(prefix=lifeline.tmp_prefix("warm"))
+        except OSError as exc:  # $TMPDIR full: cells start cold, and their launch says it in one line (`room`)
+            self.tmpdir = ""
+            self._end(f"the warm parent could not start: {exc}")
+            return
         # its own DLPERF_LAUNCH: what a forked child forks without an exec shows this process's environment in /proc
         self.launch = lifeline.child_vars(os.path.basename(self.tmpdir))[LAUNCH_VAR]
-        self.thread = threading.Thread(target=self._own, name=f"dlperf-warm-{framework}", daemon=True)
         self.thread.start()
 
     def _own(self) -> None:
         env = {**child_env(dict(self.key), 1, self.python), **cache_env(Path(self.tmpdir)),
                PARENT_VAR: str(os.getpid()), LAUNCH_VAR: self.launch}  # fmt: skip
-        with tempfile.TemporaryFile() as errors:
+        try:
+            errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed below: what it says as it ends
+        except OSError as exc:  # $TMPDIR full, as in `__init__`
+            self._end(f"the warm parent could not start: {exc}")
+            return
+        with errors:
             try:
                 self.proc = subprocess.Popen(
                     [*python_module(self.python, ZYGOTE), self.framework], stdin=subprocess.PIPE,
@@ -283,8 +292,9 @@ class WarmParent:
                 proc.wait(timeout=CLOSE_S if self.ready.is_set() else 0)
             except (OSError, subprocess.TimeoutExpired):
                 proc.kill()
-        self.thread.join(timeout=10)
-        shutil.rmtree(self.tmpdir, ignore_errors=True)
+        if self.thread.ident is not None:  # started: it had a folder
+            self.thread.join(timeout=10)
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
 
 
 def waited(changed: threading.Condition, done: Callable[[], bool], timeout: float) -> bool:
