@@ -447,6 +447,7 @@ class Search:
     def run(self, opts: Options) -> int:
         """Every mode searched in turn; the exit code: 0 when each found its answer, 1 when a try failed otherwise
         than out of memory, 130 on an interrupt (the tries made are kept)."""
+        from dlperf.runner import lifeline
         from dlperf.runner.sweep import Interrupted
 
         start, modes = min(self.workload.batch, opts.max_batch), self.session.spec.modes
@@ -454,6 +455,10 @@ class Search:
             for i, mode in enumerate(modes):
                 self.later = (len(modes) - i - 1) * worst({}, start, opts.max_batch)
                 self.answers[mode] = self.search(mode, start, opts.max_batch)
+            # held, as the sweep holds a measurement's write: an interrupt inside it undid it, leaving the run
+            # running under a dead process's lease and only "dlperf: interrupted" said; now it comes once it is stored
+            with lifeline.held():
+                self.session.complete()
         except (Interrupted, KeyboardInterrupt):  # KeyboardInterrupt: a Ctrl-C between two tries, outside a sweep
             self.session.interrupted()
             self.settle()
@@ -461,7 +466,6 @@ class Search:
                 answer = self.answers.setdefault(mode, ModeAnswer(mode))
                 answer.ended = answer.ended or "interrupted"
             return ExitCode.INTERRUPTED
-        self.session.complete()
         ended_well = all(a.ended in ("boundary", "max-batch", "nothing fits") or NOT_TRIED in a.ended
                          or a.ended.startswith(UNSUPPORTED) for a in self.answers.values())  # fmt: skip
         return ExitCode.OK if ended_well else ExitCode.CELLS_FAILED

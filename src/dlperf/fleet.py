@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from dlperf import envinfo
 from dlperf.errors import UsageError
 from dlperf.fleet_connect import actor_reason, connect, import_ray, server_reason
-from dlperf.fleet_node import CONTINUES, NODE_ENV, STOP_GRACE_S, NodeSweep, continuation, node_argv
+from dlperf.fleet_node import CONTINUES, NODE_ENV, STOP_GRACE_S, NodeSweep, continuation, node_argv, unfinished
 from dlperf.fleet_watch import RayLog, ended_raylet, note_raylet, watched
 from dlperf.measure.units import agreeing, named
 from dlperf.report.fleet import RAY_ORIGIN as ORIGIN  # a fleet run's origin: ray:NODE_ID
@@ -250,6 +250,10 @@ def elsewhere(lost: NodeInfo, address: str, head: NodeInfo | None) -> list[str]:
 
 
 def poll(ray, store: Store, node: Node) -> None:
+    """What the node's actor answers, stored. A Ctrl-C while it is stored comes once it is (`lifeline.held`), as a
+    `dlperf run` measurement's does: raised inside the write (a transaction begun and never ended, a run copied but
+    not leased), the interrupted sweep's own writes then failed ("cannot start a transaction within a transaction",
+    a traceback) and the node's run was lost. The wait for the answer stays open to it."""
     try:
         answer = ray.get(node.actor.poll.remote(), timeout=120)
     except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError) as exc:
@@ -257,17 +261,19 @@ def poll(ray, store: Store, node: Node) -> None:
         node.died = "it gave no answer for 120 s" if timeout else "its Ray actor stopped answering"
         node.lost_at, node.raw = time.strftime("%H:%M:%S"), str(exc) or type(exc).__name__
         if node.run_id is not None:
-            store.set_run_status(node.run_id, "interrupted")
+            with lifeline.held():
+                store.set_run_status(node.run_id, "interrupted")
         return
     for line in answer["said"]:
         print(f"dlperf: warning: {node.info.describe()}: {line}", file=sys.stderr, flush=True)
-    if answer["rows"] is not None:
-        sync(store, node, answer["rows"])
-    if answer["exit"] is not None:
-        node.exit, node.error = answer["exit"], answer["error"]
-        if node.run_id is not None:
-            status = store.run(node.run_id).status
-            store.set_run_status(node.run_id, status if status != "running" else "interrupted")
+    with lifeline.held():
+        if answer["rows"] is not None:
+            sync(store, node, answer["rows"])
+        if answer["exit"] is not None:
+            node.exit, node.error = answer["exit"], answer["error"]
+            if node.run_id is not None:
+                status = store.run(node.run_id).status
+                store.set_run_status(node.run_id, status if status != "running" else "interrupted")
 
 
 def sync(store: Store, node: Node, rows: RunRows) -> None:
@@ -331,21 +337,6 @@ def cut_off(store: Store, nodes: list[Node], address: str, exc: ConnectionError,
           f"ended, or the network to it went down): the nodes' sweeps ended with it; {kept}. "
           f"`{ray_resume_command(address, store.path)}` goes on once the cluster answers", file=sys.stderr)  # fmt: skip
     return 1
-
-
-def unfinished(store: Store, run_id: int) -> list[str]:
-    """Each of a run's cells with processes left to measure, and how many of its own it has: "tiny-fcn-r torch cpu:1
-    fp32 (1 of 4 processes)", "tiny-alexnet-r torch cpu:1 fp32 (not begun)"."""
-    from dlperf.report.format import terminal
-
-    repeats = int(store.run(run_id).spec.get("repeats") or 1)
-    done = store.done_repeats(run_id)
-    found = []
-    for c in store.cells(run_id):
-        have = sum((c.key, r) in done for r in range(repeats))
-        if have < repeats:
-            found.append(f"{terminal(c.cell.label)} ({f'{have} of {repeats} processes' if have else 'not begun'})")
-    return found
 
 
 def say_lost(store: Store, node: Node, address: str) -> None:
@@ -453,9 +444,10 @@ def _run(ray, args, argv: list[str], db: str, wanted: tuple[str, str] | None, lo
             code = 1 if waiting and code == 0 else code
             return code, sorted(n.run_id for n in nodes if n.run_id is not None)
         finally:
-            for node in nodes:  # a lost node's run, leased while another node measured what it left
-                if node.continues is not None:
-                    store.set_run_status(node.continues, "interrupted")
+            with lifeline.held():  # a lost node's run, leased while another node measured what it left
+                for node in nodes:
+                    if node.continues is not None:
+                        store.set_run_status(node.continues, "interrupted")
             store.close()
     except ConnectionError as exc:  # Ray Client's connection lost before the nodes began (`follow` says it after)
         raise UsageError(f"--ray {args.ray}: the connection to the cluster was lost before the sweep began "

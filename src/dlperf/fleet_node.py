@@ -2,7 +2,8 @@
 `python -P -m dlperf run ...` there into a store file of the node's own and reads its run's rows back for the driver.
 
 Also what a node is given to resume (`continuation`): a run of a lost node goes on elsewhere as a run of the node
-that measures it, never in the lost node's run. Ray is not imported here: the driver makes `NodeSweep` an actor.
+that measures it, never in the lost node's run; and what a run has left (`unfinished`), which the driver says of a
+lost node. Ray is not imported here: the driver makes `NodeSweep` an actor.
 """
 
 from __future__ import annotations
@@ -315,3 +316,18 @@ def continuation(rows: RunRows) -> RunRows:
     run = {**rows.run, "started_at": now(), "finished_at": None, "env_json": env_json, "token": new_token()}
     cells = [{**{k: c[k] for k in PLANNED if k in c}, "status": "pending"} for c in left]
     return RunRows(run, cells, [], [], [p for p in rows.predictions if p.get("cell_key") in keys])
+
+
+def unfinished(store: Store, run_id: int) -> list[str]:
+    """Each of a run's cells with processes left to measure, and how many of its own it has: "tiny-fcn-r torch cpu:1
+    fp32 (1 of 4 processes)", "tiny-alexnet-r torch cpu:1 fp32 (not begun)"."""
+    from dlperf.report.format import terminal
+
+    repeats = int(store.run(run_id).spec.get("repeats") or 1)
+    done = store.done_repeats(run_id)
+    found = []
+    for c in store.cells(run_id):
+        have = sum((c.key, r) in done for r in range(repeats))
+        if have < repeats:
+            found.append(f"{terminal(c.cell.label)} ({f'{have} of {repeats} processes' if have else 'not begun'})")
+    return found

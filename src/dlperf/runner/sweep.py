@@ -413,10 +413,11 @@ def execute(
     with sigterm_as_interrupt():  # the run's state is written within it: a second Ctrl-C does not cut that short
         try:
             measure_all(ctx, tasks, progress, to_profile, statuses)
+            if last:  # held as a measurement is: an interrupt inside this write undid it, the run was left running
+                with lifeline.held():  # and the line said nothing was stored; now it is stored, then interrupted
+                    ctx.store.set_run_status(ctx.run_id, "complete")
         except KeyboardInterrupt:
             raise Interrupted(mark_interrupted(ctx.store, ctx.run_id)) from None
-        if last:
-            ctx.store.set_run_status(ctx.run_id, "complete")
     return statuses
 
 
