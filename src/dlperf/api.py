@@ -92,7 +92,7 @@ def run(
     """Plan, measure and store a sweep, as `dlperf run` does. Returns the outcome; `outcome.exit_code` follows the
     CLI's convention (0, or 1 where a cell failed). Ctrl-C (SIGTERM, SIGHUP while cells run; before, the caller's
     handlers) raises KeyboardInterrupt once what had finished is stored and every child stopped: RunInterrupted (its
-    `run_id`) where the run was stored, to go on with by `resume`; a plain one while it was planned, nothing stored.
+    `run_id`; uncaught, exit 1 not 130: it says why) once the run is stored, for `resume`; before, a plain one.
 
     Warnings about the plan (oversubscription, inherited thread variables) go to `warn` before anything runs;
     by default to stderr. They name the arguments (`threads 8 exceeds the 2 usable cores`), `dlperf run`'s its flags.

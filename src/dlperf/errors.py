@@ -53,7 +53,14 @@ class RunInterrupted(KeyboardInterrupt):
     marked interrupted and `dlperf.resume` (`dlperf run --resume`) goes on with it. A KeyboardInterrupt, so a
     caller's loop of `dlperf.run` stops as Python code does at Ctrl-C; `run_id` and `db` name the run. `unstored`:
     the store's line where it refused to mark the run interrupted (a full disk): the run then reads as stopped once
-    this process is gone, which `dlperf.resume` takes up all the same."""
+    this process is gone, which `dlperf.resume` takes up all the same.
+
+    Left uncaught, it ends a script with exit status 1, not the shell's 130 for Ctrl-C (nor 143 for SIGTERM, which is
+    this same interrupt while cells run, so the run stays resumable): CPython ends a script by SIGINT only where the
+    uncaught exception is KeyboardInterrupt itself, not a subclass (`PyErr_Occurred() == PyExc_KeyboardInterrupt`, in
+    its main.c and pythonrun.c). dlperf could change that only by changing the caller's process (a signal handler left
+    installed, `sys.excepthook`), so a script that wants 130 raises the plain one: `except dlperf.RunInterrupted:
+    raise KeyboardInterrupt from None`."""
 
     def __init__(self, run_id: int, db: str, unstored: str | None = None) -> None:
         then = unstored_note(unstored, "dlperf.resume")
