@@ -11,6 +11,7 @@ import pytest
 from conftest import FAST, dlperf, gone, interrupt_once, one_line_error, rows
 from dlperf.predict import roofline
 from dlperf.report import crossover
+from dlperf.report.figure_style import PALETTE
 from dlperf.store import Store
 from dlperf.workloads import BUILTIN
 from report.pictures import assert_png_draws
@@ -103,7 +104,8 @@ def test_a_crossover_is_measured_stored_and_answered(tmp_path):
     out = " ".join(proc.stdout.split())
     assert f"your batch {BUILTIN['tiny-fcn-r'].batch} was not measured: it is above --max-batch 8" in out
     assert "mostly a fixed cost, the host issuing each kernel" in out  # at small batches: this machine's
-    assert_png_draws(png, 1, colours=["#1f77b4", "#ff7f0e"], legend_beside=True)  # the CPU measured, T4 predicted
+    colours = [c.lower() for c in PALETTE[:2]]  # the CPU measured, T4 predicted
+    assert_png_draws(png, 1, colours=colours, legend_beside=True)
     table = dlperf("table", db=db, timeout=60)
     assert table.returncode == 0 and "tiny-fcn-r@b8" in table.stdout, table.stderr
 

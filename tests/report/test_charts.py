@@ -10,6 +10,7 @@ import pytest
 
 from conftest import make_cell
 from dlperf.report import charts, figures, paper
+from dlperf.report.figure_style import PALETTE
 from report.pictures import assert_png_draws, pdf_pages, svg_axes
 
 
@@ -162,20 +163,20 @@ def two_charts() -> list[charts.Chart]:
 
 SCALING_TEXT = {"fcn-r: thread scaling", "CPU threads", "seconds per mini-batch", "torch fp32", "ideal scaling"}
 PAPER_TEXT = {"This machine against Shi et al. (2016)", "this machine, best CPU", "paper, best CPU", "paper, best GPU"}
-TAB10 = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"]  # the palette's first colours, one a series label, in order
+FIRST = [c.lower() for c in PALETTE[:4]]  # the palette's first colours, one a series label, in order (Okabe-Ito)
 
 
 def test_save_writes_a_png_with_each_chart_drawn(tmp_path):
     # each chart as wide as the widest (the chart of lines, its legend beside it) and 600 pixels high at 150 dpi
     wide = round(150 * max(figures._size(c)[0] for c in two_charts()))
-    assert_png_draws(saved(tmp_path, "png"), charts=2, colours=TAB10, chart_px=(wide, 600))  # a line and 3 bars
+    assert_png_draws(saved(tmp_path, "png"), charts=2, colours=FIRST, chart_px=(wide, 600))  # a line and 3 bars
 
 
 def test_save_writes_an_svg_with_each_charts_text_and_series(tmp_path):
     scaling, comparison = svg_axes(saved(tmp_path, "svg"))
     assert set(scaling["texts"]) >= SCALING_TEXT and set(comparison["texts"]) >= PAPER_TEXT
-    assert scaling["colours"] == {TAB10[0]} and len(scaling["marker_xs"]) == 2  # a point at 1 thread, one at 2
-    assert comparison["colours"] == set(TAB10[1:])  # a bar of each
+    assert scaling["colours"] == {FIRST[0]} and len(scaling["marker_xs"]) == 2  # a point at 1 thread, one at 2
+    assert comparison["colours"] == set(FIRST[1:])  # a bar of each
 
 
 def test_save_writes_a_one_page_pdf_with_each_charts_text(tmp_path):

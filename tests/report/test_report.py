@@ -9,6 +9,7 @@ import pytest
 
 from conftest import browser_paths, dlperf, one_line_error
 from dlperf.envinfo import capture, fingerprint
+from dlperf.report.figure_style import PALETTE
 from dlperf.report.format import table_seconds
 from dlperf.store import Store
 from report.pictures import assert_png_draws
@@ -253,7 +254,7 @@ def test_plot_each_kind(tmp_path, report_db, kind, charts):
     if kind == "scaling":
         size = (round(150 * (6.4 + 0.7 + 0.06 * len("ideal scaling"))), 600)
     beside = kind in ("variants", "gpu", "paper")
-    assert_png_draws(out, charts, colours=["#1f77b4"], columns=charts, chart_px=size, legend_beside=beside)
+    assert_png_draws(out, charts, colours=[PALETTE[0].lower()], columns=charts, chart_px=size, legend_beside=beside)
 
 
 def test_plot_profile_draws_a_bar_per_profiled_cell_and_says_when_none_was(tmp_path, report_db):

@@ -14,7 +14,9 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
+from dlperf.report import figure_style
 from dlperf.report.charts import DOUBT_MARK, Chart, Point, dots
+from dlperf.report.figure_style import marker
 
 SECONDS = "seconds"  # a chart whose y label begins so has its values in seconds (`_time_unit`)
 
@@ -73,14 +75,12 @@ def _pyplot():
 
 
 def palette(charts: list[Chart]) -> dict[str, str]:
-    """One colour per series label across all charts, so `torch bf16` looks the same everywhere."""
-    from matplotlib import colormaps
-
+    """One colour per series label across all charts, so `torch bf16` looks the same everywhere (and has one marker,
+    `figure_style.marker`: its place in this order)."""
     labels: list[str] = []
     for chart in (c for c in charts if c.kind not in ("stacked", "columns")):  # their parts have fixed colours
         labels += [s.label for s in chart.series if not s.ideal and s.label not in labels]
-    cmap = colormaps["tab10" if len(labels) <= 10 else "tab20"]
-    return {label: cmap(i % cmap.N) for i, label in enumerate(labels)}
+    return figure_style.palette(labels)
 
 
 def _errors(points: list[Point]) -> list[list[float]]:
@@ -195,11 +195,12 @@ def _handles(ax, chart: Chart, colors: dict) -> list:
         from matplotlib.patches import Patch
 
         handles = [Patch(facecolor=colors.get(label, "grey"), label=label) for label in labels]
-    if dots(chart):  # a series' first point may be hollow: its entry is its colour, filled
+    if dots(chart) or chart.kind == "lines":  # a first point may be hollow: its entry is its marker, filled
         from matplotlib.lines import Line2D
 
-        handles = [Line2D([], [], marker="o", ms=7, lw=2.5, color=colors.get(label, "grey"), label=label)
-                   for label in labels]  # fmt: skip
+        handles = [Line2D([], [], marker=marker(colors, label), ms=7, lw=2.5 if dots(chart) else 1.5,
+                          color=colors.get(label, "grey"), label=label) if label in colors else handle
+                   for handle, label in zip(handles, labels, strict=True)]  # fmt: skip
     if any(s.ideal for s in chart.series):
         from matplotlib.lines import Line2D
 
@@ -241,9 +242,10 @@ def _lines(ax, chart: Chart, colors: dict, tag) -> None:
             continue
         ax.errorbar(xs, ys, yerr=_errors(s.points), color=colour, lw=1.5, capsize=3, label=s.label,
                     ls="--" if s.dashed else "-")  # fmt: skip
+        shape = marker(colors, s.label.removesuffix(" ideal"))
         for p in s.points:  # above every line; a doubtful point hollow: its error bar says nothing
-            (marker,) = ax.plot([p.x], [p.y], "o", ms=6, color=colour, mfc="white" if p.doubtful else colour, zorder=3)
-            tag(marker, p.tip)
+            (point,) = ax.plot([p.x], [p.y], shape, ms=6, color=colour, mfc="white" if p.doubtful else colour, zorder=3)
+            tag(point, p.tip)
             if p.doubtful:
                 _mark_doubt(ax, p.x, p.y, colour)
     for i, (label, x) in enumerate(chart.marks.items()):
@@ -265,7 +267,7 @@ def _bars(ax, chart: Chart, colors: dict, tag) -> None:
         # a category's bars centred over its tick, in the series' order: only the series it has take a place
         positions = [index[p.x] + width * (held[p.x].index(s.label) + 0.5 - len(held[p.x]) / 2) for p in points]
         if dots(chart):
-            _dots(ax, positions, points, s.label, colors.get(s.label, "grey"), tag, width * 0.92)
+            _dots(ax, positions, points, s.label, colors, tag, width * 0.92)
             continue
         has_errors = any(p.low is not None for p in points)
         bars = ax.bar(
@@ -289,12 +291,13 @@ def _bars(ax, chart: Chart, colors: dict, tag) -> None:
     ax.grid(axis="x", visible=False)
 
 
-def _dots(ax, positions: list[float], points: list[Point], label: str, colour: str, tag, width: float) -> None:
-    """A series of `_bars` as points with their error bars, each a level as wide as its bar would be: a doubtful one
-    hollow, marked."""
+def _dots(ax, positions: list[float], points: list[Point], label: str, colors: dict, tag, width: float) -> None:
+    """A series of `_bars` as points in the series' marker with their error bars, each a level as wide as its bar
+    would be: a doubtful one hollow, marked."""
+    colour = colors.get(label, "grey")
     for i, (x, p) in enumerate(zip(positions, points, strict=True)):
-        drawn = ax.errorbar([x], [p.y], yerr=_errors([p]) if p.low is not None else None, fmt="o", ms=7, capsize=2,
-                            lw=1, color=colour, mfc="white" if p.doubtful else colour,
+        drawn = ax.errorbar([x], [p.y], yerr=_errors([p]) if p.low is not None else None, fmt=marker(colors, label),
+                            ms=7, capsize=2, lw=1, color=colour, mfc="white" if p.doubtful else colour,
                             label=label if i == 0 else None)  # fmt: skip
         ax.hlines(
             p.y, x - width / 2, x + width / 2, colors=colour, lw=2.5, linestyles="dashed" if p.doubtful else "solid"
@@ -352,6 +355,8 @@ def _stack(
             tag(bar, p.tip)
             if p.doubtful and hatch:
                 _hatch(bar, colour)
+            if chart.kind == "stacked":  # its parts told apart in grey too: each its share, where it fits
+                figure_style.segment(bar, s.label, p.y)
             ends[i] += p.y
     return index, ends
 
@@ -490,6 +495,7 @@ def svg(chart: Chart, colors: dict, prefix: str) -> tuple[str, int]:
         try:
             draw(ax, chart, colors, tag)
             tilt_crowded(fig)
+            figure_style.segment_labels(fig)
             buf = io.StringIO()
             fig.savefig(buf, format="svg", metadata={"Date": None})
         finally:
@@ -532,6 +538,7 @@ def save(charts: list[Chart], path: str | Path, dpi: int = 150, where: str = "",
                 said = _folded(where, each * cols) if width is not None else where
                 fig.suptitle(said, x=0.01, ha="left", fontsize=STYLE["font.size"], color="dimgrey")
             tilt_crowded(fig)
+            figure_style.segment_labels(fig)
             fig.savefig(path, format=fmt, dpi=dpi, metadata=NO_DATE.get(fmt))
         finally:
             plt.close(fig)

@@ -1,0 +1,85 @@
+"""Charts whose series and parts are told apart without colour: in grey, in print, by a colour-blind reader. Each test
+failed on the tree before the fix it guards (tab10's blue, green and red for fp32, fused and bf16, every series an
+`o` on a solid line, a profile's parts unlabelled)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conftest import make_cell
+from dlperf.report import charts, figures
+from dlperf.report.charts import Chart, Point, Series
+from dlperf.report.figure_style import MARKERS, PALETTE, ink_on, luminance
+
+SVG = "{http://www.w3.org/2000/svg}"
+MODES = ("fp32", "fused", "bf16")  # tab10's blue, green and red: alike in grey, red and green deuteranopia's pair
+
+
+def cell(mode: str, threads: int, median: float):
+    return make_cell("fcn-r", "torch", "cpu", threads, mode, batch=64, median_s=median, n=30, processes=1, run_id=1,
+                     q1_s=0.95 * median, q3_s=1.05 * median)  # fmt: skip
+
+
+def drawn(chart: Chart):
+    """The chart drawn as the report draws it; the figure closed by the caller."""
+    plt = figures._pyplot()
+    with plt.rc_context(figures.STYLE):
+        fig, ax = plt.subplots(figsize=figures._size(chart), layout="constrained")
+        figures.draw(ax, chart, figures.palette([chart]))
+    return fig, ax
+
+
+def shapes(ax) -> dict[str, set[str]]:
+    """Each colour drawn with markers (outside the legend): the markers it is drawn with."""
+    from matplotlib.colors import to_hex
+
+    found: dict[str, set[str]] = {}
+    for line in ax.lines:
+        if line.get_marker() not in (None, "None", "", " ", "_"):  # "_": an error bar's cap
+            found.setdefault(to_hex(line.get_color()), set()).add(line.get_marker())
+    return found
+
+
+def test_the_palette_is_okabe_and_itos_in_order():
+    chart = charts.scaling([cell(m, t, 0.1 * t) for m in MODES for t in (1, 2)])[0]
+    assert list(figures.palette([chart]).values()) == list(PALETTE[:3])
+    assert luminance("#ffffff") == pytest.approx(1.0) and luminance("#000000") == 0.0
+
+
+@pytest.mark.parametrize("log_y", [False, True])  # a chart of lines; and bars on a log axis, drawn as points
+def test_each_series_has_its_own_marker_in_the_chart_and_in_its_legend(log_y):
+    if log_y:
+        series = [Series(m, [Point(c, 0.1 * (i + 1)) for c in ("cpu:1", "cpu:2")]) for i, m in enumerate(MODES)]
+        chart = Chart("variants-x", "bars", "x: by mode", "", "seconds", series, categories=["cpu:1", "cpu:2"])
+        chart.log_y = True
+    else:
+        chart = charts.scaling([cell(m, t, 0.1 * t * (i + 1)) for i, m in enumerate(MODES) for t in (1, 2)])[0]
+    fig, ax = drawn(chart)
+    try:
+        by_colour = shapes(ax)
+        assert [by_colour[c.lower()] for c in PALETTE[:3]] == [{m} for m in MARKERS[:3]]  # one shape a colour
+        legend = {h.get_label(): h.get_marker() for h in ax.get_legend().legend_handles if h.get_label() in MODES}
+        assert legend == dict(zip(MODES, MARKERS, strict=False))
+    finally:
+        figures._pyplot().close(fig)
+
+
+def test_a_profiles_parts_carry_their_name_and_share_where_it_fits(tmp_path):
+    names = ["tiny-fcn-r cpu:1 torch fp32 (409 µs)"]
+    shares = {"matmul": 40.0, "elementwise": 14.0, "loss": 13.0, "optimizer": 30.0, "copy": 2.0, "host": 1.0}
+    series = [Series(k, [Point(names[0], v)]) for k, v in shares.items()]
+    chart = Chart("profile", "stacked", "Where the time goes", "% of the timed step", "", series, categories=names)
+    figures.save([chart], tmp_path / "profile.svg")
+    texts = {"".join(t.itertext()) for t in ET.parse(tmp_path / "profile.svg").getroot().iter(f"{SVG}text")}
+    assert {"matmul 40%", "optimizer 30%"} <= texts  # a wide part named, a narrow one only in the legend
+    assert not {t for t in texts if t.startswith(("copy ", "host ", "2%", "1%"))}
+    figures.save([chart], tmp_path / "narrow.svg", width=3.5)
+    texts = {"".join(t.itertext()) for t in ET.parse(tmp_path / "narrow.svg").getroot().iter(f"{SVG}text")}
+    assert {"matmul 40%", "30%", "13%"} <= texts  # its share alone where its name does not fit
+    assert not {t for t in texts if t.startswith(("optimizer ", "loss ", "copy ", "host ", "2%", "1%"))}
+
+
+def test_a_parts_label_is_white_on_a_dark_part_and_dark_on_a_light_one():
+    assert (ink_on("#1f77b4"), ink_on("#c7c7c7"), ink_on("#ff7f0e")) == ("white", "#1d2329", "#1d2329")
