@@ -137,17 +137,17 @@ def test_charts_of_enough_samples_say_nothing_of_doubt():
 
 
 def marks(svg_text: str) -> dict:
-    """What an SVG draws for doubt, outside its legend: the "?" texts, the hollow markers (filled white), the hatched
-    bars; and the legend's texts."""
+    """What an SVG draws for doubt, outside its legend (a report's ids prefixed with its chart's, `c0-`): the "?"
+    texts, the hollow markers (filled white), the hatched bars; and the legend's texts."""
     root = ET.fromstring(svg_text)
-    legend = {id(e) for g in root.iter(f"{SVG}g") if (g.get("id") or "").startswith("legend_") for e in g.iter()}
+    legend = {id(e) for g in root.iter(f"{SVG}g") if re.match(r"(c\d+-)?legend_", g.get("id") or "") for e in g.iter()}
     outside = [e for e in root.iter() if id(e) not in legend]
     texts = ["".join(t.itertext()).strip() for t in outside if t.tag == f"{SVG}text"]
     styles = [e.get("style") or "" for e in outside if e.tag in (f"{SVG}use", f"{SVG}path")]
     return {
         "questions": texts.count("?"),
         "hollow": sum("fill: #ffffff" in s and re.search(r"stroke: #(?!ffffff)", s) is not None for s in styles),
-        "hatched": sum("url(#h" in s for s in styles),
+        "hatched": sum(re.search(r"url\(#(c\d+-)?h", s) is not None for s in styles),  # a report's ids prefixed
         "legend": ["".join(t.itertext()) for e in root.iter() if id(e) in legend for t in e.iter(f"{SVG}text")],
     }
 

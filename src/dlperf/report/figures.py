@@ -11,6 +11,7 @@ import html
 import io
 import itertools
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -508,7 +509,17 @@ def svg(chart: Chart, colors: dict, prefix: str) -> tuple[str, int]:
         if opening not in text:
             raise RuntimeError(f"matplotlib did not write the group {gid!r}")  # a matplotlib change: fail loudly
         text = text.replace(opening, f'<g id="{gid}" class="tip" data-tip="{quoted}"><title>{quoted}</title>', 1)
-    return text, len(tips)
+    return own_ids(text, prefix), len(tips)
+
+
+def own_ids(text: str, prefix: str) -> str:
+    """Every id of one chart's SVG, and every reference to one (`url(#id)`, `href="#id"`), prefixed with the chart's
+    own: matplotlib names its groups alike in every figure (figure_1, axes_1, line2d_1, ...), so that two charts in one
+    page shared some 55 ids (invalid HTML, and a reference could reach the other chart's). Its tagged groups, named
+    `prefix-N` already, are kept."""
+    ids = {i for i in re.findall(r' id="([^"]+)"', text) if not i.startswith(f"{prefix}-")}
+    renamed = lambda m: m[1] + (f"{prefix}-{m[2]}" if m[2] in ids else m[2])  # noqa: E731
+    return re.sub(r'( id="|url\(#|href="#)([^")]+)', renamed, text)
 
 
 def save(charts: list[Chart], path: str | Path, dpi: int = 150, where: str = "", width: float | None = None) -> None:
