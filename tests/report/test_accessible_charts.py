@@ -83,3 +83,20 @@ def test_a_profiles_parts_carry_their_name_and_share_where_it_fits(tmp_path):
 
 def test_a_parts_label_is_white_on_a_dark_part_and_dark_on_a_light_one():
     assert (ink_on("#1f77b4"), ink_on("#c7c7c7"), ink_on("#ff7f0e")) == ("white", "#1d2329", "#1d2329")
+
+
+@pytest.mark.parametrize("fmt", ["svg", "pdf", "png"])
+def test_a_saved_chart_is_titled_in_its_metadata_by_what_it_shows(tmp_path, fmt):
+    """`dlperf plot -o x.svg` had no `<title>` (its dc:title "Matplotlib v3.11.2"); a PDF and a PNG no Title."""
+    chart = charts.scaling([cell("fp32", t, 0.1 * t) for t in (1, 2)])[0]
+    out = tmp_path / f"scaling.{fmt}"
+    figures.save([chart], out, where="run 1 on testhost")
+    title = "fcn-r: thread scaling (run 1 on testhost)"
+    if fmt == "svg":
+        assert ET.parse(out).getroot().find(f"{SVG}title").text == title  # the document's own, its first child
+    elif fmt == "pdf":
+        assert b"/Title (fcn-r: thread scaling \\(run 1 on testhost\\))" in out.read_bytes()  # ASCII: as it is
+    else:
+        from PIL import Image
+
+        assert Image.open(out).text["Title"] == title

@@ -550,6 +550,12 @@ def save(charts: list[Chart], path: str | Path, dpi: int = 150, where: str = "",
                 fig.suptitle(said, x=0.01, ha="left", fontsize=STYLE["font.size"], color="dimgrey")
             tilt_crowded(fig)
             figure_style.segment_labels(fig)
-            fig.savefig(path, format=fmt, dpi=dpi, metadata=NO_DATE.get(fmt))
+            fig.savefig(path, format=fmt, dpi=dpi, metadata={**NO_DATE.get(fmt, {}), "Title": titled(charts, where)})
         finally:
             plt.close(fig)
+
+
+def titled(charts: list[Chart], where: str = "") -> str:
+    """A file's title in its metadata (an SVG's `<title>`, a PDF's Title, a PNG's Title text), what a screen reader or
+    a file browser names it by: its charts' titles, and where they come from. It was none, or "Matplotlib v3.x"."""
+    return "; ".join(c.title for c in charts) + (f" ({where})" if where else "")
