@@ -164,8 +164,8 @@ def test_an_unfinished_runs_cells_short_of_their_repeats_are_named(tmp_path, cap
     assert [(r["threads"], r["processes"], r["processes_planned"]) for r in records] == [(1, 1, 3), (2, 3, 3)]
     assert main(["report", "--db", str(db), "-o", str(tmp_path / "r.html")]) == 0
     page = (tmp_path / "r.html").read_text()
-    assert "fcn-r torch cpu:1</td><td>partial</td><td>measured so far in 1 of its 3 processes (--repeats 3)" in page
-    assert page.count("</td><td>partial</td>") == 1
+    assert "fcn-r torch cpu:1</th><td>partial</td><td>measured so far in 1 of its 3 processes (--repeats 3)" in page
+    assert page.count("</th><td>partial</td>") == 1  # the row named by its cell
 
 
 def test_resume_of_a_complete_run_with_a_failed_cell_says_what_measures_it_again(tmp_path, capsys):

@@ -56,3 +56,39 @@ def test_no_two_elements_share_an_id_and_each_charts_references_stay_in_it(page)
         own = {a["id"] for _, a in svg if "id" in a}
         referenced = set(re.findall(r'url\(#([^)]+)\)|href="#([^"]+)"', source))
         assert {r for pair in referenced for r in pair if r} <= own
+
+
+def test_each_chart_is_named_and_each_of_its_points_keeps_its_text_and_takes_the_focus(page):
+    """The `<svg>`s had no role, name or `<title>`; the script took each point's `<title>`, its only text, away."""
+    text, parsed = page
+    for svg in parsed.svgs:
+        root = svg[0][1]
+        assert root["role"] == "group" and root["aria-label"].startswith("Chart: ")  # not "img": its points stay read
+        assert svg[1][0] == "title"  # its first child: the chart's title
+        tips = [a for t, a in svg if t == "g" and "data-tip" in a]
+        assert tips and all(a["aria-label"] == a["data-tip"] and a["tabindex"] == "0" for a in tips)
+    assert "its aria-label stays" in text and "title.remove()" in text  # the script takes the native tooltip only
+
+
+def test_each_cells_hover_text_describes_it_to_a_screen_reader(page):
+    """A cell read "413 µs? n=3411" and nothing of its IQR, processes or why the '?': `#tip`, role=tooltip, was
+    referenced by no cell."""
+    import html as markup
+
+    text, parsed = page
+    cells = [a for t, a in parsed.tags if t == "td" and "data-tip" in a]
+    assert cells
+    hidden = {m[1]: markup.unescape(m[2]) for m in re.finditer(r'<span id="([^"]+)" hidden>(.*?)</span>', text, re.S)}
+    for a in cells:
+        assert a["tabindex"] == "0" and hidden[a["aria-describedby"]] == a["data-tip"]
+    assert "move the keyboard's focus to it (Tab)" in " ".join(text.split())  # the footer: not hover alone
+
+
+def test_every_table_is_captioned_and_its_headers_scoped_its_rows_named_by_a_header(page):
+    text, parsed = page
+    tables = text.count("<table")
+    assert tables >= 4 and text.count('<caption class="sr">') == tables
+    heads = [a for t, a in parsed.tags if t == "th"]
+    assert heads and all(a.get("scope") in ("col", "colgroup", "row") for a in heads)
+    for body in re.findall(r"<tbody>(.*?)</tbody>", text, re.S):
+        assert all(row.startswith('<th scope="row">') for row in re.findall(r"<tr>(.*?)</tr>", body, re.S))

@@ -63,7 +63,7 @@ def test_the_report_has_a_section_of_measured_against_predicted(tmp_path, predic
         "tiny-fcn-r", "bf16+compile", "cuda:0", "H100-SXM5-80GB", "10.0 ms", "12.5 ms", "+25%", "launch",
         "compile (predicted as bf16)",
     ]  # fmt: skip
-    assert "".join(f"<td>{c}</td>" for c in cells) in section
+    assert f'<th scope="row">{cells[0]}</th>' + "".join(f"<td>{c}</td>" for c in cells[1:]) in section
     assert section.count("<tr>") == 2  # the head and the GPU cell: the crossover's prediction is for another GPU
     assert "the predictor&#x27;s uncertainty: ±20% (median error on 209 published measurements)" in section
 

@@ -329,8 +329,8 @@ def test_report_in_headless_chromium(tmp_path, report_db, browser):
 
     known = browser.find_element(By.CSS_SELECTOR, f'td[data-key="{KNOWN}"]')
     assert known.text == table_seconds(0.45) + "* n=40 (20%)"
-    cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "table.table7 td")]
-    assert HOSTILE in cells  # shown as text
+    cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "table.table7 td, table.table7 tbody th")]
+    assert HOSTILE in cells  # shown as text, in its row's header
     assert any(ERROR in row.text for row in browser.find_elements(By.CSS_SELECTOR, "table.warnings tr"))
 
     tip = browser.find_element(By.ID, "tip")

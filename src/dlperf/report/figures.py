@@ -482,7 +482,8 @@ def _legend_width(chart: Chart) -> float:
 
 
 def svg(chart: Chart, colors: dict, prefix: str) -> tuple[str, int]:
-    """The chart as an inline `<svg>` element, every tagged element carrying its hover text, and how many are."""
+    """The chart as an inline `<svg>` element titled by the chart's title, every tagged element carrying its hover
+    text as its name too, focusable, and how many are."""
     plt = _pyplot()
     tips: dict[str, str] = {}
 
@@ -498,7 +499,7 @@ def svg(chart: Chart, colors: dict, prefix: str) -> tuple[str, int]:
             tilt_crowded(fig)
             figure_style.segment_labels(fig)
             buf = io.StringIO()
-            fig.savefig(buf, format="svg", metadata={"Date": None})
+            fig.savefig(buf, format="svg", metadata={"Date": None, "Title": chart.title})  # its <title>: its name
         finally:
             plt.close(fig)
     text = buf.getvalue()
@@ -508,7 +509,9 @@ def svg(chart: Chart, colors: dict, prefix: str) -> tuple[str, int]:
         opening = f'<g id="{gid}">'
         if opening not in text:
             raise RuntimeError(f"matplotlib did not write the group {gid!r}")  # a matplotlib change: fail loudly
-        text = text.replace(opening, f'<g id="{gid}" class="tip" data-tip="{quoted}"><title>{quoted}</title>', 1)
+        # a point a keyboard reaches, named by its text (the script takes its <title> away, not its name)
+        named = f'class="tip" data-tip="{quoted}" tabindex="0" role="img" aria-label="{quoted}"'
+        text = text.replace(opening, f'<g id="{gid}" {named}><title>{quoted}</title>', 1)
     return own_ids(text, prefix), len(tips)
 
 

@@ -21,6 +21,7 @@ from dlperf.report import data as pipeline
 from dlperf.report.charts import Chart
 from dlperf.report.fleet import Fleet
 from dlperf.report.format import count, nbytes, seconds
+from dlperf.report.html_page import CSS, SCRIPT
 from dlperf.report.load import Loaded
 from dlperf.report.run_list import ray_resume
 from dlperf.store.location import resume_command
@@ -82,7 +83,11 @@ def render(data: Loaded, at: Path | None = None, campaign: Fleet | None = None) 
 
 
 def _figure(chart: Chart, colors: dict, prefix: str) -> str:
+    """A chart and its caption. Its `<svg>` is a group named by its title (and its `<title>`), not an image: an image's
+    parts are hidden from a screen reader, and each point's text is its name (`figures.svg`)."""
     svg, tagged = figures.svg(chart, colors, prefix)
+    named = escape(f"Chart: {chart.title}" + (f" ({plural(tagged, 'point')}, each focusable)" if tagged else ""), True)
+    svg = svg.replace("<svg ", f'<svg role="group" aria-label="{named}" ', 1)
     caption = f"<figcaption>{escape(chart.caption)}</figcaption>" if chart.caption else ""
     return (
         f'<figure class="chart" id="chart-{escape(chart.id)}" data-chart="{escape(chart.id)}" '
@@ -112,8 +117,8 @@ def _none(text: str) -> str:
     return f'<p class="none">{escape(text)}</p>'
 
 
-def _tip_attr(cell: CellRecord) -> str:
-    return escape(charts.tip(cell), quote=True).replace("\n", "&#10;")
+def _quoted(tip: str) -> str:
+    return escape(tip, quote=True).replace("\n", "&#10;")
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -123,20 +128,21 @@ def _tip_attr(cell: CellRecord) -> str:
 def _table7(data: Loaded) -> str:
     view = table.build(data.runs[-1].id, data.cells, samples=data.samples)
     fixed = len(table.head(view)) - len(view.columns)
-    head = "".join(f"<th>{escape(h)}</th>" for h in table.head(view))
+    head = _heads(table.head(view))
     body = []
     for row in view.rows:
         values = table.row_values(view, row)
-        tds = [f"<td>{escape(v)}</td>" for v in values[:fixed]]
+        tds = _row_heads(values[:fixed])
         best_column = row.best_cpu_column()
         for column, text in zip(view.columns, values[fixed:], strict=True):
-            tds.append(_table_cell(row.cells.get(column), text, column == best_column))
+            tds.append(_table_cell(row.cells.get(column), text, column == best_column, f"tip-{len(body)}-{len(tds)}"))
         body.append(f"<tr>{''.join(tds)}</tr>")
     # why a row stars no thread count (a tie, a disturbed cell), as `dlperf table`'s notes say it
     stars = [line.replace("(above)", "(Warnings, below)") for line in table.star_notes(list(view.rows))]
     lines = [*table.legend(view), *stars, *view.fastest, *table.version_lines(view)]
     legend = "".join(f'<p class="legend">{escape(line)}</p>' for line in lines)
-    table_html = f'<table class="table7"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    caption = _caption("Seconds per mini-batch: a row per workload, a column per device and thread count")
+    table_html = f'<table class="table7">{caption}<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
     return _sources(data) + table_html + legend
 
 
@@ -145,20 +151,21 @@ def _fleet(campaign: Fleet) -> str:
     then per workload which machine trains it fastest."""
     gpu = campaign.has_gpu
     fixed = len(fleet.head(campaign)) - sum(1 + g for g in gpu.values())
-    top = "".join(f'<th rowspan="2">{escape(h)}</th>' for h in fleet.head(campaign)[:fixed])
-    top += "".join(f'<th colspan="{1 + g}" class="machine">{escape(m)}</th>' for m, g in gpu.items())
-    sub = "".join("<th>best CPU</th>" + ("<th>GPU</th>" if g else "") for g in gpu.values())
+    top = "".join(f'<th rowspan="2" scope="col">{escape(h)}</th>' for h in fleet.head(campaign)[:fixed])
+    top += "".join(f'<th colspan="{1 + g}" scope="colgroup" class="machine">{escape(m)}</th>' for m, g in gpu.items())
+    sub = "".join('<th scope="col">best CPU</th>' + ('<th scope="col">GPU</th>' if g else "") for g in gpu.values())
     body = []
     for row in campaign.rows:
         values, best = fleet.row_values(campaign, row), row.winner()
         shown = fleet.entries(campaign, row)
-        tds = [f"<td>{escape(v)}</td>" for v in values[:fixed]]
+        tds = _row_heads(values[:fixed])
         tds += [f'<td class="num{" best" * (e is not None and e is best)}">{escape(v)}</td>'
                 for e, v in zip(shown, values[fixed:], strict=True)]  # fmt: skip
         body.append(f"<tr>{''.join(tds)}</tr>")
     head = f"<thead><tr>{top}</tr><tr>{sub}</tr></thead>"
     lines = [*fleet.verdicts(campaign), fleet.LEGEND, *campaign.notes()]
-    return f'<table class="fleet">{head}<tbody>{"".join(body)}</tbody></table>' + "".join(
+    caption = _caption(f"The machines of {campaign.name} side by side: a row per workload")
+    return f'<table class="fleet">{caption}{head}<tbody>{"".join(body)}</tbody></table>' + "".join(
         f'<p class="note">{escape(line)}</p>' for line in lines
     )
 
@@ -177,25 +184,53 @@ def _sources(data: Loaded) -> str:
     return "".join(f'<p class="note">{escape(line)}</p>' for line in lines)
 
 
-def _table_cell(cell: CellRecord | None, text: str, is_best: bool) -> str:
+def _table_cell(cell: CellRecord | None, text: str, is_best: bool, tip_id: str) -> str:
+    """A cell of the table; where it has hover text (its median's spread, processes, why a '?'), the same text is its
+    description for a screen reader: a hidden element inside it, `tip_id`, that it is described by."""
     if cell is None:
         return '<td class="empty"></td>'
     oom = fit.out_of_memory(cell)  # a batch that did not fit: what it says, not "failed"
     text = fit.OUT_OF_MEMORY if oom else text
     classes = ["num", "oom" if oom else cell.status.value, *(["best"] if is_best else [])]
     attrs = f' class="{" ".join(classes)}" data-key="{escape(cell.key, quote=True)}"'
-    if cell.ok and cell.median_s is not None:
-        attrs += f' data-tip="{_tip_attr(cell)}" tabindex="0"'
-    elif cell.error:
-        attrs += f' data-tip="{escape(cell.error, quote=True)}" tabindex="0"'
-    return f"<td{attrs}>{escape(text)}</td>"
+    tip = charts.tip(cell) if cell.ok and cell.median_s is not None else cell.error
+    if not tip:
+        return f"<td{attrs}>{escape(text)}</td>"
+    attrs += f' data-tip="{_quoted(tip)}" tabindex="0" aria-describedby="{tip_id}"'
+    return f'<td{attrs}>{escape(text)}<span id="{tip_id}" hidden>{escape(tip)}</span></td>'
 
 
-def _html_table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
-    """A plain table; every value is escaped here."""
-    th = "".join(f"<th>{escape(h)}</th>" for h in head)
-    trs = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) + "</tr>" for row in rows)
-    return f'<table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>'
+# each table's caption: its name in a screen reader's list of tables, its section's heading saying it on screen
+CAPTIONS = {
+    "pipeline": "Loader settings of {}: a row each", "crossover": "When a GPU pays: a row per batch",
+    "predicted": "Each GPU cell's measured step against its predicted step", "fit": "The batches tried",
+    "best": "The fastest mode per workload, against fp32", "ddp": "The parallel strategies: a row per cell",
+    "paper": "This machine against Shi et al. (2016)", "warnings": "Warnings: a row each",
+    "env": "The environment of {}", "env-diff": "Where the environment of {} differs from the latest run's",
+}  # fmt: skip
+
+
+def _html_table(head: list[str], rows: list[list[str]], cls: str, of: str = "") -> str:
+    """A plain table, its first column the rows' headers, captioned by its class (`of`: what the caption names);
+    every value is escaped here."""
+    caption = CAPTIONS[cls].format(of)
+    trs = "".join("<tr>" + "".join(_row_heads(row[:1]) + [f"<td>{escape(v)}</td>" for v in row[1:]]) + "</tr>"
+                  for row in rows)  # fmt: skip
+    return f'<table class="{cls}">{_caption(caption)}<thead><tr>{_heads(head)}</tr></thead><tbody>{trs}</tbody></table>'
+
+
+def _heads(head: list[str]) -> str:
+    return "".join(f'<th scope="col">{escape(h)}</th>' for h in head)
+
+
+def _row_heads(values: list[str]) -> list[str]:
+    """A row's naming cells: its headers for a screen reader reading a cell of it."""
+    return [f'<th scope="row">{escape(v)}</th>' for v in values]
+
+
+def _caption(text: str) -> str:
+    """A table's name for a screen reader's list of tables; the section's heading says it on screen."""
+    return f'<caption class="sr">{escape(text)}</caption>'
 
 
 def _pipeline(groups: list[pipeline.Group], drawn: dict[str, str]) -> str:
@@ -205,7 +240,7 @@ def _pipeline(groups: list[pipeline.Group], drawn: dict[str, str]) -> str:
         notes = "".join(f'<p class="note">{escape(line)}</p>' for line in pipeline.lines(g))
         chart_html = drawn.get(pipeline.chart(g).id, "")
         parts.append(f"<h3>{escape(g.title)}</h3>{chart_html}"
-                     + _html_table(list(pipeline.HEAD), pipeline.rows(g), "pipeline") + notes)  # fmt: skip
+                     + _html_table(list(pipeline.HEAD), pipeline.rows(g), "pipeline", g.title) + notes)  # fmt: skip
     return "".join(parts) + f'<p class="legend">{escape(pipeline.LEGEND)}</p>'
 
 
@@ -216,7 +251,7 @@ def _crossovers(found: list[crossover.Crossover], drawn: dict[str, str]) -> str:
         head, rows = cost.crossover_table(x)  # the crossover's table, a million samples' cost beside each priced GPU
         answer = "".join(f"<p>{escape(line)}</p>" for line in [*x.lines(), *cost.crossover_lines(x)])
         said = "".join(f'<p class="legend">{escape(line)}</p>' for line in crossover.legend(x))  # a busy row's '?'
-        parts.append(drawn.get(crossover.chart(x).id, "") + _html_table(head, rows) + said + answer)
+        parts.append(drawn.get(crossover.chart(x).id, "") + _html_table(head, rows, "crossover") + said + answer)
     return "".join(parts)
 
 
@@ -284,8 +319,9 @@ def _profiles(data: Loaded, at: Path | None) -> str:
         texts = [f"{cell.workload} {cell.column} {cell.framework} {cell.mode}{elsewhere}", seconds(cell.median_s),
                  what, figure, tries or "-", overhead]  # fmt: skip
         trace = _trace_link(record.figures.trace if record.ok else None, at)
-        rows.append("<tr>" + "".join(f"<td>{escape(t)}</td>" for t in texts) + f"<td>{trace}</td></tr>")
-    th = "".join(f"<th>{escape(h)}</th>" for h in head)
+        rows.append("<tr>" + "".join(_row_heads(texts[:1]) + [f"<td>{escape(t)}</td>" for t in texts[1:]])
+                    + f"<td>{trace}</td></tr>")  # fmt: skip
+    th = _caption("Where the time goes: a row per profiled cell") + f"<thead><tr>{_heads(head)}</tr></thead>"
     legend = (
         "<p class=\"legend\">Each bar is one profiled cell's timed step, 100% long, by category: the profiled step's "
         "categories with the profiler's own time taken out of host time (a profiled step faster than the timed one "
@@ -294,7 +330,7 @@ def _profiles(data: Loaded, at: Path | None) -> str:
         "highly from 15%), then compute against memory. Profiler overhead: the profiled step over the timed median. "
         "A trace is a gzip Chrome/Perfetto JSON file: open it in https://ui.perfetto.dev or chrome://tracing.</p>"
     )
-    return f'<table class="profiles"><thead><tr>{th}</tr></thead><tbody>{"".join(rows)}</tbody></table>{legend}'
+    return f'<table class="profiles">{th}<tbody>{"".join(rows)}</tbody></table>{legend}'
 
 
 def _trace_link(trace: str | None, at: Path | None) -> str:
@@ -378,13 +414,14 @@ def _environment(data: Loaded) -> str:
     """The latest run's environment in full; each earlier run's command, and only the settings where it differs."""
     last = data.runs[-1]
     latest = dict(flatten(last.env))
-    parts = [_run_heading(last) + _html_table(["setting", "value"], [[k, v] for k, v in latest.items()], "env")]
+    settings = _html_table(["setting", "value"], [[k, v] for k, v in latest.items()], "env", f"run {last.id}")
+    parts = [_run_heading(last) + settings]
     for run in reversed(data.runs[:-1]):
         own = dict(flatten(run.env))
         differ = [[k, own.get(k, "-"), latest.get(k, "-")] for k in dict.fromkeys([*own, *latest])
                   if own.get(k, "-") != latest.get(k, "-")]  # fmt: skip
         parts.append(_run_heading(run) + (
-            _html_table(["setting", f"run {run.id}", f"run {last.id}"], differ, "env-diff") if differ
+            _html_table(["setting", f"run {run.id}", f"run {last.id}"], differ, "env-diff", f"run {run.id}") if differ
             else _none(f"The same environment as run {last.id}.")))  # fmt: skip
     return "".join(parts)
 
@@ -472,8 +509,9 @@ def _page(data: Loaded, sections: list[Section], n_charts: int, out: int = 0, ca
 <body>
 <header><h1>dlperf report</h1><p class="summary">{escape(summary)}</p><nav>{nav}</nav></header>
 <main>{body}</main>
-<footer>Generated by dlperf {escape(VERSION)} at {generated} from {escape(data.db)}. Hover a chart element or a
-table cell for its median, interquartile range, number of steps and processes, and run.</footer>
+<footer>Generated by dlperf {escape(VERSION)} at {generated} from {escape(data.db)}. Hover over a chart's point or a
+table cell, or move the keyboard's focus to it (Tab), for its median, interquartile range, number of steps and
+processes, run and doubts; a screen reader reads the same text as its name or description.</footer>
 <div id="tip" role="tooltip" hidden></div>
 <script>{SCRIPT}</script>
 </body>
@@ -496,50 +534,3 @@ def _started(data: Loaded) -> str:
     """When the runs started: one run's start, or the first's and the latest's (the latest's alone read as all's)."""
     starts = sorted(r.started_at for r in data.runs)
     return f"started {starts[0]}" if len(starts) == 1 else f"started {starts[0]} to {starts[-1]}"
-
-
-CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1d2329;background:#fff}
-header{padding:16px 24px 8px;border-bottom:1px solid #dde2e6;position:sticky;top:0;background:#fff;z-index:2}
-h1{margin:0 0 4px;font-size:20px} h2{font-size:17px;margin:28px 0 10px} h3{font-size:14px;margin:18px 0 6px}
-.summary{margin:0 0 6px;color:#4a5560} nav a{margin-right:14px;color:#1f5fa8;text-decoration:none}
-main{padding:0 24px 24px} footer{padding:12px 24px;color:#6a747d;font-size:12px;border-top:1px solid #dde2e6}
-table{border-collapse:collapse;margin:6px 0;font-variant-numeric:tabular-nums}
-th,td{border-bottom:1px solid #e6e9ec;padding:3px 10px;text-align:left;vertical-align:top}
-th{background:#f4f6f8;font-weight:600} td.num{text-align:right}
-td.best{font-weight:700;color:#19692c} td.failed,td.timeout{color:#b3261e} td.unsupported,td.oom{color:#8a9299}
-td.pending{color:#a86b00} [data-tip]{cursor:default}
-figure.chart{display:inline-block;margin:8px 16px 16px 0;vertical-align:top;max-width:100%}
-figure.chart svg{max-width:100%;height:auto;display:block}
-figure.chart svg *{pointer-events:none} figure.chart svg g.tip,figure.chart svg g.tip *{pointer-events:auto}
-figure.chart g.tip:hover{opacity:.75} figcaption{font-size:12px;color:#6a747d;max-width:640px}
-.legend,.note,.citation,.none{color:#4a5560;font-size:13px;max-width:900px}
-table.env td:first-child{font-family:ui-monospace,monospace;font-size:12px}
-code{font-size:12px;background:#f4f6f8;padding:1px 4px;border-radius:3px}
-#tip{position:fixed;z-index:10;pointer-events:none;white-space:pre-line;background:#1d2329;color:#fff;
- padding:6px 9px;border-radius:4px;font-size:12px;max-width:420px;box-shadow:0 2px 8px rgba(0,0,0,.25)}
-"""
-
-# Hover text is set with textContent: whatever a name holds, it is shown, never run.
-SCRIPT = """
-(function () {
-  "use strict";
-  var tip = document.getElementById("tip");
-  function place(x, y) {
-    var w = tip.offsetWidth, h = tip.offsetHeight;
-    tip.style.left = Math.max(4, Math.min(x + 14, window.innerWidth - w - 4)) + "px";
-    tip.style.top = Math.max(4, Math.min(y + 14, window.innerHeight - h - 4)) + "px";
-  }
-  function show(el, x, y) { tip.textContent = el.getAttribute("data-tip"); tip.hidden = false; place(x, y); }
-  function hide() { tip.hidden = true; }
-  document.querySelectorAll("[data-tip]").forEach(function (el) {
-    var title = el.querySelector(":scope > title");
-    if (title) { title.remove(); }  // the script shows the text; the native tooltip would show it twice
-    el.addEventListener("mouseenter", function (e) { show(el, e.clientX, e.clientY); });
-    el.addEventListener("mousemove", function (e) { place(e.clientX, e.clientY); });
-    el.addEventListener("mouseleave", hide);
-    el.addEventListener("focus", function () { var r = el.getBoundingClientRect(); show(el, r.right, r.top); });
-    el.addEventListener("blur", hide);
-  });
-})();
-"""
