@@ -92,3 +92,42 @@ def test_every_table_is_captioned_and_its_headers_scoped_its_rows_named_by_a_hea
     assert heads and all(a.get("scope") in ("col", "colgroup", "row") for a in heads)
     for body in re.findall(r"<tbody>(.*?)</tbody>", text, re.S):
         assert all(row.startswith('<th scope="row">') for row in re.findall(r"<tr>(.*?)</tr>", body, re.S))
+
+
+def test_the_header_stops_sticking_and_wide_tables_scroll_on_their_own_on_a_narrow_screen(page):
+    """At 320 x 257 CSS px (a phone, 400% zoom) the sticky header took most of the screen and the page was 562 px
+    wide (WCAG 1.4.10): the header is not sticky there, and each table scrolls across in a box of its own."""
+    from dlperf.report.html_page import CSS
+
+    text, _ = page
+    narrow = re.search(r"@media \(max-width:640px\),\(max-height:480px\)\{header\{position:static\}", CSS)
+    assert narrow and ".wide{overflow-x:auto;max-width:100%}" in CSS
+    boxes = re.findall(r'<div class="wide" tabindex="0" role="region" aria-label="[^"]+"><table ', text)
+    assert len(boxes) == text.count("<table") >= 4  # each table in its box, a keyboard able to scroll it
+
+
+def test_at_320_by_257_css_pixels_the_page_is_no_wider_than_the_screen(tmp_path, page):
+    from conftest import browser_paths
+
+    chromium, driver_path = browser_paths()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    (tmp_path / "r.html").write_text(page[0])
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=driver_path))
+    try:
+        driver.set_window_size(320, 257)
+        driver.get((tmp_path / "r.html").as_uri())
+        width, height = driver.execute_script("return [innerWidth, innerHeight]")
+        driver.set_window_size(320 + (320 - width), 257 + (257 - height))  # the viewport, not the window, 320 x 257
+        said = driver.execute_script(
+            "var h = document.querySelector('header'); return [innerWidth, getComputedStyle(h).position, "
+            "document.documentElement.scrollWidth, document.querySelector('.wide').scrollWidth > innerWidth];"
+        )
+    finally:
+        driver.quit()
+    assert said == [320, "static", said[2], True] and said[2] <= 320  # a table wider than the screen, the page not

@@ -141,8 +141,7 @@ def _table7(data: Loaded) -> str:
     stars = [line.replace("(above)", "(Warnings, below)") for line in table.star_notes(list(view.rows))]
     lines = [*table.legend(view), *stars, *view.fastest, *table.version_lines(view)]
     legend = "".join(f'<p class="legend">{escape(line)}</p>' for line in lines)
-    caption = _caption("Seconds per mini-batch: a row per workload, a column per device and thread count")
-    table_html = f'<table class="table7">{caption}<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    table_html = _table("table7", TABLE7, f"<tr>{head}</tr>", body)
     return _sources(data) + table_html + legend
 
 
@@ -162,12 +161,10 @@ def _fleet(campaign: Fleet) -> str:
         tds += [f'<td class="num{" best" * (e is not None and e is best)}">{escape(v)}</td>'
                 for e, v in zip(shown, values[fixed:], strict=True)]  # fmt: skip
         body.append(f"<tr>{''.join(tds)}</tr>")
-    head = f"<thead><tr>{top}</tr><tr>{sub}</tr></thead>"
+    head = f"<tr>{top}</tr><tr>{sub}</tr>"
     lines = [*fleet.verdicts(campaign), fleet.LEGEND, *campaign.notes()]
-    caption = _caption(f"The machines of {campaign.name} side by side: a row per workload")
-    return f'<table class="fleet">{caption}{head}<tbody>{"".join(body)}</tbody></table>' + "".join(
-        f'<p class="note">{escape(line)}</p>' for line in lines
-    )
+    caption = f"The machines of {campaign.name} side by side: a row per workload"
+    return _table("fleet", caption, head, body) + "".join(f'<p class="note">{escape(line)}</p>' for line in lines)
 
 
 def _ids(data: Loaded) -> str:
@@ -200,6 +197,7 @@ def _table_cell(cell: CellRecord | None, text: str, is_best: bool, tip_id: str) 
     return f'<td{attrs}>{escape(text)}<span id="{tip_id}" hidden>{escape(tip)}</span></td>'
 
 
+TABLE7 = "Seconds per mini-batch: a row per workload, a column per device and thread count"
 # each table's caption: its name in a screen reader's list of tables, its section's heading saying it on screen
 CAPTIONS = {
     "pipeline": "Loader settings of {}: a row each", "crossover": "When a GPU pays: a row per batch",
@@ -214,9 +212,8 @@ def _html_table(head: list[str], rows: list[list[str]], cls: str, of: str = "") 
     """A plain table, its first column the rows' headers, captioned by its class (`of`: what the caption names);
     every value is escaped here."""
     caption = CAPTIONS[cls].format(of)
-    trs = "".join("<tr>" + "".join(_row_heads(row[:1]) + [f"<td>{escape(v)}</td>" for v in row[1:]]) + "</tr>"
-                  for row in rows)  # fmt: skip
-    return f'<table class="{cls}">{_caption(caption)}<thead><tr>{_heads(head)}</tr></thead><tbody>{trs}</tbody></table>'
+    trs = ["<tr>" + "".join(_row_heads(row[:1]) + [f"<td>{escape(v)}</td>" for v in row[1:]]) + "</tr>" for row in rows]
+    return _table(cls, caption, f"<tr>{_heads(head)}</tr>", trs)
 
 
 def _heads(head: list[str]) -> str:
@@ -228,9 +225,15 @@ def _row_heads(values: list[str]) -> list[str]:
     return [f'<th scope="row">{escape(v)}</th>' for v in values]
 
 
-def _caption(text: str) -> str:
-    """A table's name for a screen reader's list of tables; the section's heading says it on screen."""
-    return f'<caption class="sr">{escape(text)}</caption>'
+def _table(cls: str, caption: str, head: str, rows: list[str]) -> str:
+    """A table named by its caption (in a screen reader's list of tables; its section's heading says it on screen),
+    in a box that scrolls across on its own where the page is narrower than it (a phone, 400% zoom): the page no
+    wider than the screen, and a keyboard scrolls the box once it has the focus."""
+    named = escape(caption, quote=True)
+    return (
+        f'<div class="wide" tabindex="0" role="region" aria-label="{named}"><table class="{cls}"><caption '
+        f'class="sr">{escape(caption)}</caption><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table></div>'
+    )
 
 
 def _pipeline(groups: list[pipeline.Group], drawn: dict[str, str]) -> str:
@@ -321,7 +324,7 @@ def _profiles(data: Loaded, at: Path | None) -> str:
         trace = _trace_link(record.figures.trace if record.ok else None, at)
         rows.append("<tr>" + "".join(_row_heads(texts[:1]) + [f"<td>{escape(t)}</td>" for t in texts[1:]])
                     + f"<td>{trace}</td></tr>")  # fmt: skip
-    th = _caption("Where the time goes: a row per profiled cell") + f"<thead><tr>{_heads(head)}</tr></thead>"
+    th = f"<tr>{_heads(head)}</tr>"
     legend = (
         "<p class=\"legend\">Each bar is one profiled cell's timed step, 100% long, by category: the profiled step's "
         "categories with the profiler's own time taken out of host time (a profiled step faster than the timed one "
@@ -330,7 +333,7 @@ def _profiles(data: Loaded, at: Path | None) -> str:
         "highly from 15%), then compute against memory. Profiler overhead: the profiled step over the timed median. "
         "A trace is a gzip Chrome/Perfetto JSON file: open it in https://ui.perfetto.dev or chrome://tracing.</p>"
     )
-    return f'<table class="profiles">{th}<tbody>{"".join(rows)}</tbody></table>{legend}'
+    return _table("profiles", "Where the time goes: a row per profiled cell", th, rows) + legend
 
 
 def _trace_link(trace: str | None, at: Path | None) -> str:

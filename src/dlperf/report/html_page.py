@@ -24,6 +24,9 @@ figcaption{font-size:12px;color:#6a747d;max-width:640px}
 .legend,.note,.citation,.none{color:#4a5560;font-size:13px;max-width:900px}
 table.env tbody th{font-family:ui-monospace,monospace;font-size:12px}
 code{font-size:12px;background:#f4f6f8;padding:1px 4px;border-radius:3px}
+.wide{overflow-x:auto;max-width:100%} p,code,h3,figcaption{overflow-wrap:anywhere}
+@media (max-width:640px),(max-height:480px){header{position:static} header,main,footer{padding-left:10px;
+ padding-right:10px}}
 #tip{position:fixed;z-index:10;pointer-events:none;white-space:pre-line;background:#1d2329;color:#fff;
  padding:6px 9px;border-radius:4px;font-size:12px;max-width:420px;box-shadow:0 2px 8px rgba(0,0,0,.25)}
 """
