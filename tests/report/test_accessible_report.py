@@ -131,3 +131,30 @@ def test_at_320_by_257_css_pixels_the_page_is_no_wider_than_the_screen(tmp_path,
     finally:
         driver.quit()
     assert said == [320, "static", said[2], True] and said[2] <= 320  # a table wider than the screen, the page not
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG 2's contrast ratio of two #rgb or #rrggbb colours."""
+    from dlperf.report.figure_style import luminance
+
+    full = lambda c: "#" + "".join(2 * x for x in c[1:]) if len(c) == 4 else c  # noqa: E731
+    low, high = sorted((luminance(full(a)) + 0.05, luminance(full(b)) + 0.05))
+    return high / low
+
+
+def test_every_text_colour_of_the_report_contrasts_4_5_to_1_with_its_background():
+    """td.unsupported and td.oom (#8a9299, 3.16:1 on white) and td.pending (#a86b00, 4.40:1) were below 4.5:1."""
+    from dlperf.report.html_page import CSS
+
+    rules = re.findall(r"([^{}]+)\{([^{}]*)\}", CSS)
+    colour = lambda decls, name: (re.findall(rf"(?:^|;){name}:(#[0-9a-fA-F]{{3,6}})\b", decls) or [None])[0]  # noqa: E731
+    body = colour(dict((s.strip(), d) for s, d in rules)["body"], "color")
+    pairs = []
+    for selector, decls in rules:
+        text, ground = colour(decls, "color"), colour(decls, "background")
+        if text or ground:  # a colour on white, or the body's text on a background of its own
+            pairs.append((selector.strip(), text or body, ground or "#fff"))
+    assert len(pairs) >= 10 and {"td.pending", "td.unsupported,td.oom", "footer", "#tip"} <= {s for s, _, _ in pairs}
+    low = {s: round(contrast(t, g), 2) for s, t, g in pairs if contrast(t, g) < 4.5}
+    assert low == {}
+    assert contrast("#8a9299", "#fff") < 4.5 and contrast("#000", "#fff") == pytest.approx(21.0)  # the measure itself

@@ -12,8 +12,8 @@ main{padding:0 24px 24px} footer{padding:12px 24px;color:#6a747d;font-size:12px;
 table{border-collapse:collapse;margin:6px 0;font-variant-numeric:tabular-nums}
 th,td{border-bottom:1px solid #e6e9ec;padding:3px 10px;text-align:left;vertical-align:top}
 th{background:#f4f6f8;font-weight:600} td.num{text-align:right} tbody th{background:none;font-weight:400}
-td.best{font-weight:700;color:#19692c} td.failed,td.timeout{color:#b3261e} td.unsupported,td.oom{color:#8a9299}
-td.pending{color:#a86b00} [data-tip]{cursor:default}
+td.best{font-weight:700;color:#19692c} td.failed,td.timeout{color:#b3261e} td.unsupported,td.oom{color:#687078}
+td.pending{color:#946000} [data-tip]{cursor:default}
 figure.chart{display:inline-block;margin:8px 16px 16px 0;vertical-align:top;max-width:100%}
 figure.chart svg{max-width:100%;height:auto;display:block}
 figure.chart svg *{pointer-events:none} figure.chart svg g.tip,figure.chart svg g.tip *{pointer-events:auto}
