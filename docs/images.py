@@ -181,17 +181,20 @@ def screenshots(report: Path, made: Path, chromium: str, driver: str) -> None:
 
 def shrink(png: Path) -> None:
     """The PNG cut to `MAX_HEIGHT` pixels and saved with a palette of 256 colours, optimised. The palette holds the
-    profile's category colours as they are (`report.figures.CATEGORY_COLORS`) and the rest median-cut: cut alone, it
-    merged a colour few pixels have into a neighbour's (report-profile.png's "copy" came out orange, not olive)."""
+    profile's category colours and the series' palette as they are (`report.figures.CATEGORY_COLORS`,
+    `report.figure_style.PALETTE`) and the rest median-cut: cut alone, it merged a colour few pixels have into a
+    neighbour's (report-profile.png's "copy" came out orange, not olive)."""
     from PIL import Image
 
+    from dlperf.report.figure_style import PALETTE
     from dlperf.report.figures import CATEGORY_COLORS
 
     with Image.open(png) as image:
         image = image.convert("RGB")
         if image.height > MAX_HEIGHT and png.name.startswith("report-"):
             image = image.crop((0, 0, image.width, MAX_HEIGHT))
-    kept = [value for colour in dict.fromkeys(CATEGORY_COLORS.values()) for value in bytes.fromhex(colour[1:])]
+    colours = dict.fromkeys([*CATEGORY_COLORS.values(), *PALETTE])
+    kept = [value for colour in colours for value in bytes.fromhex(colour[1:])]
     cut = image.quantize(colors=256 - len(kept) // 3, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
     rest = cut.getpalette()[: 3 * len(cut.getcolors())]
     palette = Image.new("P", (1, 1))
