@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 from dlperf import envinfo
 from dlperf.errors import UsageError
-from dlperf.fleet_connect import actor_reason, connect, import_ray, server_reason
+from dlperf.fleet_connect import actor_reason, connect, created_not, creation_reason, import_ray, server_reason
 from dlperf.fleet_node import CONTINUES, NODE_ENV, STOP_GRACE_S, NodeSweep, continuation, node_argv, unfinished
-from dlperf.fleet_watch import RayLog, ended_raylet, note_raylet, watched
+from dlperf.fleet_watch import RayLog, elsewhere, ended_raylet, note_raylet, watched
 from dlperf.measure.units import agreeing, named
 from dlperf.report.fleet import RAY_ORIGIN as ORIGIN  # a fleet run's origin: ray:NODE_ID
 from dlperf.report.fleet import machine_label, ray_node
@@ -221,11 +221,12 @@ def follow(ray, store: Store, nodes: list[Node], address: str, log: RayLog | Non
             _close(ray, nodes)
     own = ended_raylet(raylet) if any(n.died for n in nodes) else None
     for node in nodes:
+        if node.raw and log is not None:
+            ended = "lost" if node.died else "its actor failed"
+            log.write(f"{node.info.where()}, {ended} at {node.lost_at}: Ray said", node.raw.splitlines())
+            if node.died and (kept := elsewhere(node.info, address, head)):
+                log.write(f"{node.info.where()}: Ray's logs of it, on other machines than this one", kept)
         if node.died:
-            if log is not None:
-                log.write(f"{node.info.where()}, lost at {node.lost_at}: Ray said", node.raw.splitlines())
-                if kept := elsewhere(node.info, address, head):
-                    log.write(f"{node.info.where()}: Ray's logs of it, on other machines than this one", kept)
             if own is None:
                 say_lost(store, node, address)
         elif failed(node) and not refused_everywhere(nodes):
@@ -233,20 +234,6 @@ def follow(ray, store: Store, nodes: list[Node], address: str, log: RayLog | Non
     if own is not None:
         say_own_node_ended(store, [n for n in nodes if n.died], address, own)
     return exit_code(nodes)
-
-
-def elsewhere(lost: NodeInfo, address: str, head: NodeInfo | None) -> list[str]:
-    """Where Ray's own account of a lost node is kept, on machines other than this one, each said as a path there:
-    the node's raylet log, on the node; over Ray Client (`ray://`) the sweep's driver is a server of this client's on
-    the head, and what Ray told it of the node (the raylet's end, with its log's last lines) stays in that server's
-    log on the head, where it never reaches this machine."""
-    found = []
-    if lost.raylet_log:
-        found.append(f"its raylet's log, on that node: {lost.raylet_log}")
-    if address.startswith("ray://") and head is not None and (path := head.log_file("ray_client_server_*.out")):
-        found.append(f"what Ray told this sweep's driver of it (a raylet's end, with its log's last lines) stays on "
-                     f"the head node, {head.where()}: {path} (the file of this client's server)")  # fmt: skip
-    return found
 
 
 def poll(ray, store: Store, node: Node) -> None:
@@ -257,9 +244,12 @@ def poll(ray, store: Store, node: Node) -> None:
     try:
         answer = ray.get(node.actor.poll.remote(), timeout=120)
     except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError) as exc:
+        node.lost_at, node.raw = time.strftime("%H:%M:%S"), str(exc) or type(exc).__name__
+        if created_not(exc):  # its sweep never began there (dlperf not importable, say): its own error, no node lost
+            node.exit, node.error = 1, creation_reason(exc)
+            return
         timeout = isinstance(exc, ray.exceptions.GetTimeoutError)
         node.died = "it gave no answer for 120 s" if timeout else "its Ray actor stopped answering"
-        node.lost_at, node.raw = time.strftime("%H:%M:%S"), str(exc) or type(exc).__name__
         if node.run_id is not None:
             with lifeline.held():
                 store.set_run_status(node.run_id, "interrupted")
@@ -377,7 +367,8 @@ def say_failed(node: Node) -> None:
     different dlperf) is not lost silently among the others."""
     stored = "nothing of it is stored" if node.run_id is None else f"run {node.run_id} keeps what it finished"
     reason = node.error.removeprefix("dlperf: error: ") or "no message"
-    print(f"dlperf: {node.info.describe()}: its sweep failed (exit {node.exit}; {stored}): {reason}", file=sys.stderr)
+    code = "" if node.raw else f"exit {node.exit}; "  # an actor that never began: no sweep's process, no exit code
+    print(f"dlperf: {node.info.describe()}: its sweep failed ({code}{stored}): {reason}", file=sys.stderr)
 
 
 def refused_everywhere(nodes: list[Node]) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import sys
 import warnings
@@ -114,10 +115,32 @@ ACTOR_GONE = {
 
 
 def actor_reason(exc: BaseException) -> str:
-    """One line for a node's actor that failed: dlperf's words for the ends Ray words its own way (`ACTOR_GONE`),
-    else `server_reason`'s."""
-    why = server_reason(exc)
+    """One line for a node's actor that failed: dlperf's words for the ends Ray words its own way (`ACTOR_GONE`,
+    `creation_reason`), else `server_reason`'s."""
+    if created_not(exc):
+        return creation_reason(exc)
+    why = ANSI.sub("", server_reason(exc))
     return next((said for words, said in ACTOR_GONE.items() if words in why), why)
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the colours Ray gives a task's name in its traceback
+CREATION = "an error raised in its creation task"  # Ray's words for an actor whose class or __init__ raised
+
+
+def created_not(exc: BaseException) -> bool:
+    """A node's actor that never began: `NodeSweep`'s module failed to import there, or its __init__ raised."""
+    return bool(getattr(exc, "actor_init_failed", False)) or CREATION in str(exc)
+
+
+def creation_reason(exc: BaseException) -> str:
+    """An actor that never began (`created_not`), in one line: the exception its creation ended in, the last line of
+    Ray's traceback; "dlperf cannot be imported on that node: ImportError: ..." where its module failed to import."""
+    lines = [ANSI.sub("", line).strip() for line in str(exc).splitlines()]
+    lines = [line for line in lines if line and line.strip("^~ ")]  # no line of carets under a traceback's code
+    last = lines[-1] if lines else type(exc).__name__
+    if "failed to import on the worker" in str(exc) or last.startswith(("ImportError", "ModuleNotFoundError")):
+        return f"dlperf cannot be imported on that node: {last}"
+    return f"its Ray actor could not begin there: {last}"
 
 
 def host_port(address: str) -> tuple[str, int]:

@@ -200,6 +200,20 @@ def _cause(code: int, at: str, ooms: int | None, raylet: str | None) -> tuple[st
             "outside over ray://")  # fmt: skip
 
 
+def elsewhere(lost, address: str, head) -> list[str]:
+    """Where Ray's own account of a lost node (`fleet.NodeInfo`) is kept, on machines other than this one, each said
+    as a path there: the node's raylet log, on the node; over Ray Client (`ray://`) the sweep's driver is a server of
+    this client's on the head (`head`), and what Ray told it of the node (the raylet's end, with its log's last lines)
+    stays in that server's log on the head, where it never reaches this machine."""
+    found = []
+    if lost.raylet_log:
+        found.append(f"its raylet's log, on that node: {lost.raylet_log}")
+    if address.startswith("ray://") and head is not None and (path := head.log_file("ray_client_server_*.out")):
+        found.append(f"what Ray told this sweep's driver of it (a raylet's end, with its log's last lines) stays on "
+                     f"the head node, {head.where()}: {path} (the file of this client's server)")  # fmt: skip
+    return found
+
+
 def ended_raylet(path: str | None) -> int | None:
     """The pid of the raylet the driver attached to (`note_raylet` wrote it to `path`) where it has ended; None while
     it runs, or where it is not known (Ray Client)."""
