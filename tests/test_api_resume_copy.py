@@ -183,3 +183,26 @@ def test_a_copy_resumed_apart_is_not_refused_for_good_once_its_source_finished(t
     with pytest.raises(Accepted):
         api.resume(str(target), dry_run=True, warn=said.append)
     assert said and "it is resumed here apart from it" in said[0], said
+
+
+def test_a_ray_nodes_own_copy_of_the_run_it_resumes_is_resumed_without_a_word(tmp_path, accepted):
+    """Every `--resume --ray` printed per node 'warning: node f44772da (vm): run 1 was copied from ray driver (its run
+    2), where no process measures it now: it is resumed here apart from it, ...': the node's own file, which the sweep
+    seeds with the run (`NodeSweep._take_over`), is no copy the user made."""
+    from dlperf.store.records import Origin
+    from dlperf.store.state import RAY_DRIVER
+
+    src, node = tmp_path / "driver.db", tmp_path / "node.db"
+    begun(src, HERE, {}).close()
+    store, target = Store.open(src, create=False), Store.open(node, create=True)
+    try:
+        rows = store.check_run(1)
+        with target.transaction():
+            target.insert_copy(rows.run, rows.cells, rows.measurements, Origin(RAY_DRIVER, 2, "2026-12-07T12:00:00"))
+    finally:
+        store.close()
+        target.close()
+    said: list[str] = []
+    with pytest.raises(Accepted):
+        api.resume(str(node), dry_run=True, warn=said.append)
+    assert said == []

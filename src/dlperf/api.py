@@ -47,7 +47,7 @@ from dlperf.store import Store, lease, now, spill
 from dlperf.store.location import as_called, check_path, db_flag, db_said_as, given_db, path_word, resume_command
 from dlperf.store.merge import at_source, processes_of
 from dlperf.store.records import CellRecord, RunRecord, in_measured_order
-from dlperf.store.state import made_by, measured_here, run_state, search_of
+from dlperf.store.state import RAY_DRIVER, made_by, measured_here, run_state, search_of
 from dlperf.vocab import ExitCode, Status
 from dlperf.workloads.base import Workload
 from dlperf.workloads.user import changed_sources
@@ -389,8 +389,9 @@ def _resumed_apart(store: Store, run: RunRecord, db: str) -> str | None:
     """A run merged in from another file (`dlperf merge`) is refused where it goes on there (`merge.at_source`): a
     live process measuring it (the two would measure the same cells at once, each timing the other's load), or complete
     there; merging that file again once it is finished brings the copy up to date. Otherwise it is resumed here apart
-    from it: the warning that says so."""
-    if run.origin is None:
+    from it: the warning that says so. A Ray node's own copy, which `dlperf run --resume --ray` gave it (`RAY_DRIVER`),
+    is the sweep's: no copy the user made, not said."""
+    if run.origin is None or run.origin.db == RAY_DRIVER:
         return None
     if found := at_source(run, processes_of(store, run.id)):
         source, holder = found

@@ -27,7 +27,7 @@ from dlperf.runner import lifeline
 from dlperf.runner.distributed import python_module
 from dlperf.store import RunRows, Store, new_token, now
 from dlperf.store.records import Origin
-from dlperf.store.state import CONTINUES  # the env key linking a run to the lost node's run whose cells it measured
+from dlperf.store.state import CONTINUES, RAY_DRIVER  # a lost node's run's link; the origin of a run a node resumes
 
 STOP_GRACE_S = 30.0  # a node's sweep stopped (SIGTERM: what finished is kept) before it is killed
 # Ray hides a node's GPUs from an actor that asked for none; the node's sweep must see its own GPUs.
@@ -150,7 +150,7 @@ class NodeSweep:
         store = Store.open(self.db, create=True)
         try:
             with store.transaction():
-                store.insert_copy(run, rows.cells, rows.measurements, Origin("ray driver", rows.run["id"], now()),
+                store.insert_copy(run, rows.cells, rows.measurements, Origin(RAY_DRIVER, rows.run["id"], now()),
                                   rows.profiles, rows.predictions)  # fmt: skip
         finally:
             store.close()

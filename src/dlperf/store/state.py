@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from dlperf.store import Store
 
 RAY_ORIGIN = "ray:"  # a run a Ray node measured, streamed into this file and leased here (`dlperf run --ray`)
+RAY_DRIVER = "ray driver"  # in a Ray node's own file: the run the sweep's driver gave it to resume (`NodeSweep`)
 CONTINUES = "continues"  # in a Ray node's run's env: the lost node's run whose cells left it measured (--resume)
 
 
