@@ -44,8 +44,8 @@ from dlperf.runner.sweep import Interrupted
 from dlperf.runner.tasks import Task, processes
 from dlperf.spec import RunSpec, make_spec, probe_trace_dir
 from dlperf.store import Store, lease, now, spill
-from dlperf.store.location import as_called, check_path, db_flag, db_said_as, given_db, path_word, resume_command
-from dlperf.store.merge import at_source, processes_of
+from dlperf.store.location import as_called, check_path, db_said_as, given_db, resume_command
+from dlperf.store.merge import source_refusal
 from dlperf.store.records import CellRecord, RunRecord, in_measured_order
 from dlperf.store.state import RAY_DRIVER, made_by, measured_here, run_state, search_of
 from dlperf.vocab import ExitCode, Status
@@ -386,21 +386,13 @@ def _left_aside(run: RunRecord, aside: dict[Path, list[spill.Kept]], mark: dict[
 
 
 def _resumed_apart(store: Store, run: RunRecord, db: str) -> str | None:
-    """A run merged in from another file (`dlperf merge`) is refused where it goes on there (`merge.at_source`): a
-    live process measuring it (the two would measure the same cells at once, each timing the other's load), or complete
-    there; merging that file again once it is finished brings the copy up to date. Otherwise it is resumed here apart
-    from it: the warning that says so. A Ray node's own copy, which `dlperf run --resume --ray` gave it (`RAY_DRIVER`),
-    is the sweep's: no copy the user made, not said."""
+    """A run merged in from another file (`dlperf merge`) is refused where it goes on there (`merge.source_refusal`).
+    Otherwise it is resumed here apart from it: the warning that says so. A Ray node's own copy, which `dlperf run
+    --resume --ray` gave it (`RAY_DRIVER`), is the sweep's: no copy the user made, not said."""
     if run.origin is None or run.origin.db == RAY_DRIVER:
         return None
-    if found := at_source(run, processes_of(store, run.id)):
-        source, holder = found
-        there = "where it is complete: merging it again"
-        if holder is not None:
-            there = (f"where {holder.describe()} is measuring it still: resumed here, the two would time each other's "
-                     "load; merging it again once the run is finished")  # fmt: skip
-        raise UsageError(f"--resume: run {run.id} of {db} was copied from {source}, {there} brings the copy up to date "
-                         f"(`dlperf merge {path_word(source)} {db_flag(db)}`)")  # fmt: skip
+    if refused := source_refusal(store, run, db):
+        raise UsageError(f"--resume: {refused}")
     return (f"run {run.id} was copied from {run.origin.db} (its run {run.origin.run_id}), where no process measures "
             "it now: it is resumed here apart from it, and a later merge of that file keeps this copy's own "
             "measurements")  # fmt: skip

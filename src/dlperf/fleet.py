@@ -39,6 +39,7 @@ from dlperf.report.fleet import machine_label, ray_node
 from dlperf.runner import lifeline
 from dlperf.store import RunRows, Store, now
 from dlperf.store.location import check_path, ray_resume_command, resume_command
+from dlperf.store.merge import source_refusal
 from dlperf.store.records import Origin, RunRecord
 
 POLL_S = 0.5  # how often the driver asks each node for what finished
@@ -476,6 +477,9 @@ def resume_nodes(ray, store: Store, chosen: list[NodeInfo], argv: list[str], add
         plain = [r.id for r in store.runs() if r.status != "complete" and node_of(r) is None]
         other = f" ({named('run', plain)}, not a Ray sweep's: `{resume_command(str(store.path))}`)" if plain else ""
         raise UsageError(f"--resume --ray: {store.path} has no unfinished run of a Ray sweep{other}")
+    for run in runs:  # a node's run merged in from the sweep's file, which a driver resumes still: one node's sweep
+        if refused := source_refusal(store, run, str(store.path)):
+            raise UsageError(f"--resume --ray: {refused}")
     kinds = _kinds(ray, chosen, sorted({f for r in runs for f in r.spec.get("frameworks") or ["torch"]}))
     nodes, waiting, kindless = [], [], []
     for run, info in place(runs, chosen, kinds, measured_by(store)):

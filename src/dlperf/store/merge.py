@@ -29,7 +29,7 @@ from typing import Any
 from dlperf.errors import StoreFault, UsageError
 from dlperf.measure.units import plural
 from dlperf.store import RunRows, Store, lease, now, run_origin
-from dlperf.store.location import identity, named, not_a_database_file, unreachable
+from dlperf.store.location import db_flag, identity, named, not_a_database_file, path_word, unreachable
 from dlperf.store.records import Origin, RunRecord
 from dlperf.store.state import CONTINUES, RAY_ORIGIN, run_state
 
@@ -284,6 +284,22 @@ def at_source(run: RunRecord, held: set[tuple] = frozenset()) -> tuple[str, leas
             return origin.db, holder
         origin = origin.origin
     return None
+
+
+def source_refusal(store: Store, run: RunRecord, db: str) -> str | None:
+    """Why a copy `run` of `db` is not resumed here, where its source goes on without it (`at_source`): a live
+    process measuring it there (the two would measure the same cells at once, each timing the other's load), or
+    complete there; merging that file again once it is finished brings the copy up to date. None where it may be:
+    `dlperf run --resume` and `--resume --ray` (a Ray node's run merged in, its sweep's file resumed too) alike."""
+    if run.origin is None or (found := at_source(run, processes_of(store, run.id))) is None:
+        return None
+    source, holder = found
+    there = "where it is complete: merging it again"
+    if holder is not None:
+        there = (f"where {holder.describe()} is measuring it still: resumed here, the two would time each other's "
+                 "load; merging it again once the run is finished")  # fmt: skip
+    return (f"run {run.id} of {db} was copied from {source}, {there} brings the copy up to date "
+            f"(`dlperf merge {path_word(source)} {db_flag(db)}`)")  # fmt: skip
 
 
 def processes_of(store: Store, run_id: int) -> set[tuple]:

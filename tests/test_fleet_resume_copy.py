@@ -1,0 +1,44 @@
+"""`dlperf run --resume --ray` of a store a Ray sweep's run was merged into (fleet.py, store/merge.py), without a
+cluster: refused while the sweep's own file is resumed still, as the local `--resume` refuses such a copy."""
+
+from __future__ import annotations
+
+import pytest
+
+from dlperf import fleet
+from dlperf.errors import UsageError
+from dlperf.store import Store, merge
+from test_fleet_lost import ALPHA, lost_sweep
+from test_ray import NODES, PollingRay
+
+
+def test_a_merged_ray_run_is_not_resumed_while_its_sweeps_file_is(tmp_path, monkeypatch):
+    """After `dlperf merge f3.db --db m.db` of an interrupted sweep, `--resume --ray --db f3.db` and `--resume --ray
+    --db m.db` both resumed run 1 on the same node at once, each timing the other's load."""
+    f3, m = tmp_path / "f3.db", tmp_path / "m.db"
+    lost_sweep(f3).close()
+    merge.merge([str(f3)], str(m))
+    started = []
+    monkeypatch.setattr(fleet, "start_node", lambda ray, info, argv, rows=None, run_id=None, continues=None: (
+        started.append(run_id) or fleet.Node(info, None, ["dlperf"], run_id)))  # fmt: skip
+    monkeypatch.setattr(fleet, "_kinds", lambda ray, chosen, frameworks: {n.node_id: ALPHA for n in chosen})
+    infos = fleet.select(NODES, None)
+    driver = Store.open(f3, create=False)  # `--resume --ray --db f3.db`: its driver leases the run it resumes
+    copy = Store.open(m, create=False)
+    try:
+        driver.acquire(1)
+        holder = driver.measured_by(1)
+        with pytest.raises(UsageError) as refused:
+            fleet.resume_nodes(PollingRay, copy, infos, ["run", "--resume"])
+        assert str(refused.value) == (
+            f"--resume --ray: run 1 of {m} was copied from {f3}, where {holder.describe()} is measuring it still: "
+            "resumed here, the two would time each other's load; merging it again once the run is finished brings "
+            f"the copy up to date (`dlperf merge {f3} --db {m}`)"
+        )
+        assert started == [] and copy.measured_by(1) is None  # nothing taken over, nothing started
+        driver.set_run_status(1, "interrupted")  # its driver ended
+        fleet.resume_nodes(PollingRay, copy, infos, ["run", "--resume"])  # no process measures it there: it goes on
+        assert started == [1]
+    finally:
+        driver.close()
+        copy.close()
