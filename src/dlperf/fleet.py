@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from dlperf import envinfo
 from dlperf.errors import UsageError
 from dlperf.fleet_connect import actor_reason, connect, created_not, creation_reason, import_ray, server_reason
-from dlperf.fleet_node import CONTINUES, NODE_ENV, STOP_GRACE_S, NodeSweep, continuation, node_argv, unfinished
+from dlperf.fleet_node import CONTINUES, NODE_ENV, STOP_GRACE_S, chosen_by, continuation, node_argv, NodeSweep, unfinished
 from dlperf.fleet_watch import RayLog, elsewhere, ended_raylet, note_raylet, watched
 from dlperf.measure.units import agreeing, named
 from dlperf.report.fleet import RAY_ORIGIN as ORIGIN  # a fleet run's origin: ray:NODE_ID
@@ -41,6 +41,7 @@ from dlperf.store import RunRows, Store, now
 from dlperf.store.location import check_path, ray_resume_command, resume_command
 from dlperf.store.merge import source_refusal
 from dlperf.store.records import Origin, RunRecord
+from dlperf.store.state import measured_here
 
 POLL_S = 0.5  # how often the driver asks each node for what finished
 
@@ -201,9 +202,13 @@ def follow(ray, store: Store, nodes: list[Node], address: str, log: RayLog | Non
     reachable = True
     try:
         with lifeline.sigterm_as_interrupt():
+            said, leased = set(), 0  # the other processes' runs said (`say_beside`); this sweep's runs leased
             while live := [n for n in nodes if n.exit is None and not n.died]:
                 for node in live:
                     poll(ray, store, node)
+                if (begun := sum(n.run_id is not None for n in nodes)) > leased:  # a run of this sweep's stored
+                    leased = begun
+                    say_beside(store, said)
                 time.sleep(POLL_S)
     except KeyboardInterrupt:
         try:
@@ -235,6 +240,16 @@ def follow(ray, store: Store, nodes: list[Node], address: str, log: RayLog | Non
     if own is not None:
         say_own_node_ended(store, [n for n in nodes if n.died], address, own)
     return exit_code(nodes)
+
+
+def say_beside(store: Store, said: set[int]) -> None:
+    """Each run another process of this host measures in the store now (another sweep's driver, a local run), said
+    once (`said`): the two share the CPU, as two local runs do (`commands.common.warn_if_measured`)."""
+    for run_id, holder in measured_here(store).items():
+        if holder.pid != os.getpid() and run_id not in said:
+            said.add(run_id)
+            print(f"dlperf: warning: run {run_id} of {store.path} is being measured by pid {holder.pid}: the two runs "
+                  "share the CPU, and their timings disturb each other", file=sys.stderr, flush=True)  # fmt: skip
 
 
 def poll(ray, store: Store, node: Node) -> None:
@@ -516,16 +531,6 @@ def said_waiting(waiting: list[RunRecord], kindless: list[RunRecord], nodes: str
             print(f"dlperf: {named('run', ids)} {agreeing(n, 'waits', 'wait')}: "
                   f"{why.format(agreeing(n, 'its', 'their'))}{which}; `{again}` takes {agreeing(n, 'it', 'them')} up "
                   "once a node is free", file=sys.stderr)  # fmt: skip
-
-
-def chosen_by(argv: list[str]) -> str:
-    """The --nodes the command was given ("" for none, or all)."""
-    for i, token in enumerate(argv):
-        name, eq, value = token.partition("=")
-        if name == "--nodes":
-            given = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
-            return "" if given == "all" else given
-    return ""
 
 
 def measured_by(store: Store) -> dict[str, set[str]]:

@@ -57,6 +57,16 @@ def node_argv(argv: list[str]) -> list[str]:
     return driver_paths(kept)
 
 
+def chosen_by(argv: list[str]) -> str:
+    """The --nodes the command was given ("" for none, or all)."""
+    for i, token in enumerate(argv):
+        name, eq, value = token.partition("=")
+        if name == "--nodes":
+            given = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+            return "" if given == "all" else given
+    return ""
+
+
 PATH_FLAGS = ("--workloads", "--data")  # flags whose values may name a file or folder: a model file, a data folder
 
 
