@@ -451,10 +451,9 @@ def _run(ray, args, argv: list[str], db: str, wanted: tuple[str, str] | None, lo
             code = 1 if waiting and code == 0 else code
             return code, sorted(n.run_id for n in nodes if n.run_id is not None)
         finally:
-            with lifeline.held():  # a lost node's run, leased while another node measured what it left
-                for node in nodes:
-                    if node.continues is not None:
-                        store.set_run_status(node.continues, "interrupted")
+            with lifeline.held():  # a lost node's run another node went on with, or one resumed that Ctrl-C
+                for run_id in list(store.leases):  # stopped before its node began
+                    store.set_run_status(run_id, "interrupted")
             store.close()
     except ConnectionError as exc:  # Ray Client's connection lost before the nodes began (`follow` says it after)
         raise UsageError(f"--ray {args.ray}: the connection to the cluster was lost before the sweep began "

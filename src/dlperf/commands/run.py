@@ -520,10 +520,16 @@ def run_fleet(args, db: str) -> int:
     from dlperf.store.location import ray_resume_command
 
     fleet.check_flags(args)
-    code, runs = fleet.run(args, sys.argv[1:], db)
+    try:
+        code, runs = fleet.run(args, sys.argv[1:], db)
+    except KeyboardInterrupt:  # before the nodes began (Ray connecting, the nodes' kinds asked): the runs as they were
+        code, runs = ExitCode.INTERRUPTED, _resumable_runs(db) if args.resume else []
     if code == ExitCode.INTERRUPTED:
         if not runs:
-            print("dlperf: interrupted before any node's plan arrived: nothing is stored", file=sys.stderr)
+            stored = "nothing more was measured" if args.resume else "nothing is stored"
+            then = f"continue with: {ray_resume_command(args.ray, db)}" if args.resume else (
+                "run the same command to start again")  # fmt: skip
+            print(f"dlperf: interrupted before any node's plan arrived: {stored}; {then}", file=sys.stderr)
             return code
         keep = agreeing(len(runs), "keeps", "keep")
         print(f"dlperf: interrupted; {named('run', runs)} {keep} the processes that finished "
@@ -544,6 +550,22 @@ def run_fleet(args, db: str) -> int:
     again = f"; all of campaign {campaign}: dlperf table --campaign {shlex.quote(campaign)}" if campaign else ""
     print(f"dlperf: a run per node: {', '.join(map(str, runs))} (dlperf table --run N){again}", file=sys.stderr)
     return code
+
+
+def _resumable_runs(db: str) -> list[int]:
+    """The runs of Ray sweeps `--resume --ray` would take up in `db` (`fleet.fleet_runs`); none where it cannot be
+    read."""
+    from dlperf import fleet
+    from dlperf.store import Store
+
+    try:
+        store = Store.open(db, create=False)
+    except UsageError:
+        return []
+    try:
+        return [r.id for r in fleet.fleet_runs(store)]
+    finally:
+        store.close()
 
 
 def _campaign(db: str, runs: list[int]) -> str | None:
