@@ -14,6 +14,7 @@ from dlperf.flagtext import split_list, whole_number
 from dlperf.measure.stats import counted
 from dlperf.report import crossover
 from dlperf.report.crossover import Crossover
+from dlperf.report.fleet import ray_node
 from dlperf.report.predicted import read as predictions_of
 from dlperf.report.profile import Verdict, verdicts
 from dlperf.report.run_list import continued_by
@@ -60,15 +61,24 @@ def parse_runs(text: str | None) -> list[int] | str | None:
 
 def _one_machine(rows: list[RunRecord]) -> None:
     """Runs of one machine and software, or a UsageError naming how two differ. A hostname is a difference here: two
-    Ray nodes, or two VMs of one kind, differ by it alone, and one picture of the latest cells would hide one."""
+    Ray nodes, or two VMs of one kind, differ by it alone, and one picture of the latest cells would hide one. So is
+    the Ray node that measured a run, as `fleet.group` tells machines apart (`table --runs`, `list --runs`): two nodes
+    of one host are two machines, and a node's run is another machine's than a local run of its host."""
     for a, b in combinations(rows, 2):
-        if why := differences(a.fingerprint, b.fingerprint):
+        why = differences(a.fingerprint, b.fingerprint)
+        if (node_a := ray_node(a)) != (node_b := ray_node(b)):
+            why.append(f"Ray node {_node(node_a)} -> {_node(node_b)}")
+        if why:
             ids = ", ".join(str(r.id) for r in rows)
             raise UsageError(
                 f"--run: runs {ids} were measured on different machines or software (run {a.id} -> {b.id}: "
                 f"{'; '.join(why)}); report them one at a time, or set them side by side with dlperf report --runs "
                 f"{ids.replace(', ', ',')} or dlperf compare"
             )
+
+
+def _node(node: str | None) -> str:
+    return node[:8] if node else "none (not a Ray sweep's run)"
 
 
 def load(db: str, runs: list[int] | str | None = None) -> Loaded:
