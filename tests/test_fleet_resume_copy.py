@@ -3,6 +3,8 @@ cluster: refused while the sweep's own file is resumed still, as the local `--re
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from dlperf import fleet
@@ -42,3 +44,22 @@ def test_a_merged_ray_run_is_not_resumed_while_its_sweeps_file_is(tmp_path, monk
     finally:
         driver.close()
         copy.close()
+
+
+def test_a_resumed_run_stays_leased_to_its_driver_while_its_node_takes_it_up(tmp_path):
+    """The node's file holds the run interrupted until its own `dlperf run --resume` takes it up, and the driver
+    wrote that status back on the first poll: the run was 'interrupted', leased to no one, for the rest of the
+    resume, so a second `--resume --ray` of that file, or of a store it was merged into, resumed it at once too."""
+    store = lost_sweep(tmp_path / "f3.db")
+    try:
+        seeded = store.check_run(1)  # the node's first rows: its copy of the run, interrupted as it was given
+        assert seeded.run["status"] == "interrupted"
+        store.acquire(1)
+        store.set_run_status(1, "running")  # as `resume_nodes` takes it
+        [info] = fleet.select([NODES[0]], None)
+        node = fleet.Node(info, None, ["dlperf"], 1)
+        fleet.sync(store, node, seeded)
+        holder = store.measured_by(1)
+        assert store.run(1).status == "running" and holder is not None and holder.pid == os.getpid()
+    finally:
+        store.close()

@@ -295,8 +295,8 @@ def sync(store: Store, node: Node, rows: RunRows) -> None:
         print(f"dlperf: {node.info.describe()}: run {node.run_id}{left}", file=sys.stderr, flush=True)
     store.update_copy(node.run_id, rows)
     status = rows.run.get("status")
-    if status != "running":
-        store.set_run_status(node.run_id, status)
+    if status not in ("running", "interrupted"):  # a resumed run is interrupted in the node's file until its sweep
+        store.set_run_status(node.run_id, status)  # takes it up: it stays leased here, its end said by `poll`
 
 
 def _stop(ray, store: Store, node: Node) -> None:
@@ -491,10 +491,10 @@ def resume_nodes(ray, store: Store, chosen: list[NodeInfo], argv: list[str], add
         plain = [r.id for r in store.runs() if r.status != "complete" and node_of(r) is None]
         other = f" ({named('run', plain)}, not a Ray sweep's: `{resume_command(str(store.path))}`)" if plain else ""
         raise UsageError(f"--resume --ray: {store.path} has no unfinished run of a Ray sweep{other}")
-    for run in runs:  # a node's run merged in from the sweep's file, which a driver resumes still: one node's sweep
+    kinds = _kinds(ray, chosen, sorted({f for r in runs for f in r.spec.get("frameworks") or ["torch"]}))
+    for run in runs:  # a copy (`dlperf merge`): asked after `_kinds` (seconds), when a driver of its source leases it
         if refused := source_refusal(store, run, str(store.path)):
             raise UsageError(f"--resume --ray: {refused}")
-    kinds = _kinds(ray, chosen, sorted({f for r in runs for f in r.spec.get("frameworks") or ["torch"]}))
     nodes, waiting, kindless = [], [], []
     for run, info in place(runs, chosen, kinds, measured_by(store)):
         if info is None:
