@@ -31,7 +31,16 @@ from dataclasses import dataclass
 from dlperf import envinfo
 from dlperf.errors import UsageError
 from dlperf.fleet_connect import actor_reason, connect, created_not, creation_reason, import_ray, server_reason
-from dlperf.fleet_node import CONTINUES, NODE_ENV, STOP_GRACE_S, chosen_by, continuation, node_argv, NodeSweep, unfinished
+from dlperf.fleet_node import (
+    CONTINUES,
+    NODE_ENV,
+    STOP_GRACE_S,
+    NodeSweep,
+    chosen_by,
+    continuation,
+    node_argv,
+    unfinished,
+)
 from dlperf.fleet_watch import RayLog, elsewhere, ended_raylet, note_raylet, watched
 from dlperf.measure.units import agreeing, named
 from dlperf.report.fleet import RAY_ORIGIN as ORIGIN  # a fleet run's origin: ray:NODE_ID
