@@ -59,6 +59,7 @@ def test_one_screen_every_figure_labelled_and_stored(tmp_path):
         assert line in out, line
     assert "the largest batch that fits: none" in out  # no room left beside the CUDA context
     assert "GPU figures' uncertainty: -" in out  # the predictor's, from its validation
+    assert "on the 74 GPU steps dlperf measured itself" in out  # and the GPU steps dlperf measured, beside it
     table = dlperf("table", db=db)
     assert table.returncode == 0 and "tiny-fcn-r" in table.stdout  # the runs are stored: the views see them
     # a budget the thread search alone spends: the mode search is skipped, and said so
@@ -73,6 +74,7 @@ def test_one_screen_every_figure_labelled_and_stored(tmp_path):
     assert any("mode search skipped" in n for n in got["notes"]) and got["cpu"]["mode"] == "fp32"
     assert got["mode_searched"] is False
     assert got["crossover"]["how"] in ("batches", "your batch") and got["uncertainty"]
+    assert got["deadline_s"] is None and got["within_deadline_at_risk"] is None  # no --deadline: no risk to say
 
 
 @pytest.mark.slow

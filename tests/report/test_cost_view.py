@@ -3,6 +3,8 @@ says so once, with the largest batch that fits; what to run to measure this CPU 
 
 from __future__ import annotations
 
+import pytest
+
 from dlperf.predict import cost
 from dlperf.predict.roofline import Prediction
 from dlperf.report import cost as view
@@ -224,3 +226,22 @@ def test_the_deadline_risk_takes_the_wider_of_the_published_and_the_measured_gpu
     monkeypatch.setitem(roofline.MEASURED_GPU, "p10_pct", -10.0)  # the published band the wider one again
     factor, whose = roofline.slowest_factor()
     assert (round(factor, 2), whose) == (1.30, "of published measurements, held out")
+
+
+def test_the_risk_is_in_the_json_and_both_bands_are_said_beside_the_published_one():
+    """The JSON of predict --cost and advise gave the pick within the deadline bare, and the uncertainty note quoted
+    the published band (1.30) four lines under a risk line at 1.49: the JSON carries the risk, the note both bands."""
+    from dlperf.commands.predict import prediction_notes
+    from dlperf.predict import roofline
+
+    tight = cost.costs(RESNET, [prediction("T4", 1.0)], 16_000, "", {}, deadline_s=1400)
+    risk = cost.to_json(tight)["within_deadline_at_risk"]
+    assert risk == {"factor": pytest.approx(1.4925, abs=1e-4), "whose": "on the 74 GPU steps dlperf measured",
+                    "time_s": pytest.approx(1492.5, abs=0.1)}  # fmt: skip
+    roomy = cost.costs(RESNET, [prediction("T4", 1.0)], 16_000, "", {}, deadline_s=1500)
+    assert cost.to_json(roomy)["within_deadline_at_risk"] is None
+    assert cost.to_json(cost.costs(RESNET, [prediction("T4", 1.0)], 16_000, "", {}))["within_deadline_at_risk"] is None
+    (note,) = [n for n in prediction_notes(RESNET, [], [], []) if n.startswith("uncertainty: ")]
+    assert note.endswith(f"; {roofline.measured_gpu()}")
+    assert "-33% to +4% on the 74 GPU steps dlperf measured itself" in roofline.measured_gpu()
+    assert roofline.measured_gpu().endswith("the measured step 0.96 to 1.49 times the predicted)")

@@ -404,7 +404,7 @@ def prediction_notes(workload, chosen, modes, predictions) -> list[str]:
     (`validate.caveats`: where the uncertainty was not measured, fp32 on a GPU with TF32, the launch-bound GPUs)."""
     from dlperf.predict import roofline, validate
 
-    notes = [f"uncertainty: {roofline.uncertainty()}"] if roofline.uncertainty() else []
+    notes = [f"uncertainty: {roofline.uncertainty()}; {roofline.measured_gpu()}"] if roofline.uncertainty() else []
     notes += validate.caveats(workload, chosen, modes, predictions)
     for g in chosen:
         for m in modes:

@@ -136,7 +136,7 @@ def fits(
 
 
 NO_FIT = "does not fit"
-TIE = 0.01  # times within 1% are a tie: well inside the predictor's own error (roofline.uncertainty(): -51% to +44%)
+TIE = 0.01  # times within 1% are a tie: well inside the predictor's own error (roofline.uncertainty(): -23% to +36%)
 
 
 @dataclass(frozen=True)
@@ -216,6 +216,17 @@ class Costs:
     def cheapest(self, within_s: float | None = None) -> Row | None:
         priced = [r for r in self.rows if r.price and (within_s is None or r.time_s <= within_s)]
         return min(priced, key=lambda r: (r.cost(), r.time_s), default=None)
+
+
+def at_risk(r: Row | None, deadline_s: float | None) -> dict | None:
+    """Where a pick within the deadline would miss it at the predictor's error (its step up to
+    `roofline.slowest_factor` times the predicted): the factor, whose error it is, and the time it would take;
+    None where it stays within (or no pick, no deadline, no fit)."""
+    from dlperf.predict.roofline import slowest_factor
+
+    if r is None or deadline_s is None or (risk := slowest_factor()) is None or r.time_s * risk[0] <= deadline_s:
+        return None
+    return {"factor": risk[0], "whose": risk[1], "time_s": r.time_s * risk[0]}
 
 
 def costs(workload, predictions, samples: int, what: Work | str, peaks: dict[str, int], deadline_s=None,
@@ -390,4 +401,5 @@ def to_json(x: Costs) -> dict:
         "fastest": pick(x.fastest()), "fastest_tied_with": x.tied_with(), "cheapest": pick(x.cheapest()),
         "deadline_s": x.deadline_s,
         "cheapest_within_deadline": pick(x.cheapest(x.deadline_s)) if x.deadline_s else None,
+        "within_deadline_at_risk": at_risk(x.cheapest(x.deadline_s), x.deadline_s),
     }  # fmt: skip

@@ -317,6 +317,16 @@ def slowest_factor() -> tuple[float, str] | None:
     return max(published, measured)
 
 
+def measured_gpu() -> str:
+    """The error on the GPU steps dlperf measured itself, said beside the published band (`uncertainty`): the
+    deadline's risk (`slowest_factor`) takes the wider of the two, and a reader of either should see both."""
+    m = MEASURED_GPU
+    low, high = 1 / (1 + m["p90_pct"] / 100), 1 / (1 + m["p10_pct"] / 100)
+    return (f"{m['p10_pct']:+.0f}% to {m['p90_pct']:+.0f}% on the {m['cells']} GPU steps dlperf measured itself (an "
+            f"H100 and an H200, smaller batches where the host's work and launches count: the measured step "
+            f"{low:.2f} to {high:.2f} times the predicted)")  # fmt: skip
+
+
 def error_band() -> tuple[float, float] | None:
     """The published step over the predicted one at the held-out error's 10th and 90th percentiles (0.73 and 1.30):
     a prediction's band, drawn as its error bar; None before any fit."""

@@ -34,7 +34,9 @@ def lines(a) -> list[str]:
     if a.feed:
         out.append(f"Input pipeline (measured here, GPUs predicted): {_fed(a.feed, x)}")
     if a.uncertainty:
-        out.append(f"GPU figures' uncertainty: {a.uncertainty}")
+        from dlperf.predict.roofline import measured_gpu
+
+        out.append(f"GPU figures' uncertainty: {a.uncertainty}; {measured_gpu()}")
     return out
 
 
@@ -235,6 +237,7 @@ def to_json(a) -> dict:
         "fastest": _pick_json(x.fastest()), "fastest_tied_with": x.tied_with(), "cheapest": _pick_json(x.cheapest()),
         "cpu_not_measured": a.cpu_why or None, "deadline_s": x.deadline_s, "mode_searched": a.searched,
         "cheapest_within_deadline": _pick_json(x.cheapest(x.deadline_s)) if x.deadline_s else None,
+        "within_deadline_at_risk": cost.at_risk(x.cheapest(x.deadline_s), x.deadline_s),
         "does_not_fit": [{"gpu": r.gpu, "mode": r.mode, "why": r.why, "largest_batch": a.largest.get((r.gpu, r.mode)),
                           "predicted": True} for r in x.left_out],
         "crossover": {"how": CROSSOVER_HOW, "batch": row.batch if row else None,

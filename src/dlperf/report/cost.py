@@ -107,16 +107,15 @@ def cheapest_lines(x, label: str = "Cheapest", what: str = "", suffix: str = "")
 
 
 def _at_risk(r, deadline_s: float) -> str:
-    """Where the GPU picked within the deadline would miss it at the predictor's error (its step up to
-    `roofline.slowest_factor` times the predicted): said, as a pick 18 minutes into a 20-minute deadline was not."""
-    from dlperf.predict.roofline import slowest_factor
+    """Where the GPU picked within the deadline would miss it at the predictor's error (`cost.at_risk`): said, as a
+    pick 18 minutes into a 20-minute deadline was not."""
+    from dlperf.predict.cost import at_risk
 
-    if (risk := slowest_factor()) is None or r.time_s * risk[0] <= deadline_s:
+    if (risk := at_risk(r, deadline_s)) is None:
         return ""
-    factor, whose = risk
     return (
-        f"; at {factor:.2f} times the predicted step (the 10th percentile of the error {whose}) it takes "
-        f"{wall(r.time_s * factor)}, past the deadline: a faster GPU, or a longer --deadline, leaves room"
+        f"; at {risk['factor']:.2f} times the predicted step (the 10th percentile of the error {risk['whose']}) it "
+        f"takes {wall(risk['time_s'])}, past the deadline: a faster GPU, or a longer --deadline, leaves room"
     )
 
 
