@@ -128,3 +128,13 @@ def test_a_split_beside_other_splits_and_datasets_is_read_without_a_question(tmp
     assert imagefolder.read_imagefolder(tmp_path / "b" / "imagenet").root == tmp_path / "b" / "imagenet" / "train"
     images(tmp_path / "c", "train/n1/a.jpg", "train/n2/b.jpg", "train/preview.jpg", "val/n1/c.jpg")
     assert imagefolder.read_imagefolder(tmp_path / "c").root == tmp_path / "c" / "train"  # no class beside it
+
+
+def test_other_datasets_folders_written_beside_class_folders_are_not_classes(tmp_path):
+    """In a folder of class folders c0/ c1/, after `dlperf data synth DIR --only mnist,cifar10,ptb` (which a missing
+    dataset's line suggests) the run stopped: '--data DIR/mnist: no image in this class folder'. Those folders hold
+    another dataset, never one of DIR's classes."""
+    images(tmp_path, "c0/a.jpg", "c1/b.jpg", "mnist/train-images-idx3-ubyte.gz", "ptb/ptb.train.txt")
+    images(tmp_path, "cifar-10-batches-py/data_batch_1")
+    found = imagefolder.read_imagefolder(tmp_path)
+    assert found.root == tmp_path and found.classes == ["c0", "c1"] and len(found) == 2

@@ -15,14 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dlperf.errors import UsageError
-from dlperf.workloads.datasets import malformed, missing
+from dlperf.workloads.datasets import cifar, idx, malformed, missing, ptb
 
 FOLDER = "imagenet"
 SPLITS = ("train", "val")
 SUFFIXES = (".jpeg", ".jpg", ".png")  # compared lower-cased: ImageNet's own files end in .JPEG
 EXPECTED = [f"{FOLDER}/train/<class>/<image>.JPEG (or .jpg, .png)"]
+# the other datasets' folders `dlperf data synth DIR` writes: they hold no image, and are never one of DIR's classes
+DATASETS = (idx.FOLDER, cifar.FOLDER, ptb.FOLDER)
 # DIR's folders that are a dataset's splits or dlperf's imagenet/, never taken for DIR's own classes beside DIR/train
-NOT_CLASSES = (FOLDER, *SPLITS, "valid", "validation", "test")
+NOT_CLASSES = (FOLDER, *SPLITS, "valid", "validation", "test", *DATASETS)
 NAMED = 3  # of DIR's own class folders, those an ambiguous DIR's line names
 
 
@@ -151,6 +153,8 @@ def read_imagefolder(directory: Path, split: str = "train") -> ImageFolder:
     classes = [p for p in _entries(root) if _is(stat.S_ISDIR, _status(p))]
     if not classes:
         raise missing(root, "class folders", "an ImageNet-style folder", EXPECTED)
+    if root == directory:  # DIR's own classes: not `dlperf data synth DIR`'s mnist/, ptb/ (`no image in this class`)
+        classes = [p for p in classes if p.name.lower() not in DATASETS]
     images = {path.name: _images(path) for path in classes}
     if not any(images.values()) and root == directory:  # no imagenet/<split> nor <split>: DIR's folders held no class
         searched = ", ".join(map(str, (directory / FOLDER / split, directory / split, directory)))
