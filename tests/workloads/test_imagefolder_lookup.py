@@ -138,3 +138,12 @@ def test_other_datasets_folders_written_beside_class_folders_are_not_classes(tmp
     images(tmp_path, "cifar-10-batches-py/data_batch_1")
     found = imagefolder.read_imagefolder(tmp_path)
     assert found.root == tmp_path and found.classes == ["c0", "c1"] and len(found) == 2
+
+
+def test_capitalised_splits_are_splits_not_two_classes(tmp_path):
+    """Kaggle's `Train/` and `Test/` were read as two classes of DIR, the splits mixed: split names match whatever
+    their case, as `train/` and `test/` do."""
+    images(tmp_path / "a", "Train/n1/a.jpg", "Train/n2/b.jpg", "Test/n1/c.jpg", "Valid/n1/d.jpg")
+    assert imagefolder.read_imagefolder(tmp_path / "a").root == tmp_path / "a" / "Train"
+    images(tmp_path / "b", "cats/a.jpg", "dogs/b.jpg", "TRAIN/n1/c.jpg")
+    one_line_error(lambda: imagefolder.read_imagefolder(tmp_path / "b"), f"both {tmp_path / 'b' / 'TRAIN'}")

@@ -23,7 +23,8 @@ SUFFIXES = (".jpeg", ".jpg", ".png")  # compared lower-cased: ImageNet's own fil
 EXPECTED = [f"{FOLDER}/train/<class>/<image>.JPEG (or .jpg, .png)"]
 # the other datasets' folders `dlperf data synth DIR` writes: they hold no image, and are never one of DIR's classes
 DATASETS = (idx.FOLDER, cifar.FOLDER, ptb.FOLDER)
-# DIR's folders that are a dataset's splits or dlperf's imagenet/, never taken for DIR's own classes beside DIR/train
+# DIR's folders that are a dataset's splits or dlperf's imagenet/, never taken for DIR's own classes beside DIR/train;
+# compared lower-cased, as Kaggle's folders are `Train/` and `Test/`
 NOT_CLASSES = (FOLDER, *SPLITS, "valid", "validation", "test", *DATASETS)
 NAMED = 3  # of DIR's own class folders, those an ambiguous DIR's line names
 
@@ -47,10 +48,10 @@ def folder(directory: Path, split: str = "train") -> Path:
     found = _split(directory, split)
     if found is None:
         return directory
-    own = [p.name for p in _entries(directory) if p.name not in NOT_CLASSES and p.is_dir() and _holds_images(p)]
+    own = [p.name for p in _entries(directory) if _class(p.name) and p.is_dir() and _holds_images(p)]
     if not own:
         return found
-    if found == directory / split and _holds_images(found, deep=False):  # train/ beside bus/ and car/: a class
+    if found.parent == directory and _holds_images(found, deep=False):  # train/ beside bus/ and car/: a class
         return directory
     named = ", ".join(own[:NAMED]) + (f", ... ({len(own)} in all)" if len(own) > NAMED else "")
     outer = directory / found.relative_to(directory).parts[0]  # imagenet/ (of `dlperf data synth`), or train/
@@ -60,15 +61,33 @@ def folder(directory: Path, split: str = "train") -> Path:
                      f"class folders, {aside}")  # fmt: skip
 
 
+def _class(name: str) -> bool:
+    """Whether a folder of DIR named so may be one of DIR's own classes: not a split's nor another dataset's."""
+    return name.lower() not in NOT_CLASSES
+
+
 def _split(directory: Path, split: str) -> Path | None:
-    """`directory/imagenet/<split>` or `directory/<split>`, the first that is a directory; None for neither."""
-    for candidate in (directory / FOLDER / split, directory / split):
+    """`directory/imagenet/<split>` or `directory/<split>`, the first that is a directory; None for neither. Names
+    match whatever their case (`Train/`, as Kaggle's folders are named), an exact match first: `Train/` beside `Test/`
+    was read as two classes, the splits mixed."""
+    for candidate in (_named(_named(directory, FOLDER), split), _named(directory, split)):
         for path in dict.fromkeys((candidate.parent, candidate)):
             if (status := _status(path)) is not None and not _is(stat.S_ISDIR, status):
                 raise malformed(path, f"not a directory (expected {', '.join(EXPECTED)})")
         if candidate.is_dir():
             return candidate
     return None
+
+
+def _named(directory: Path, name: str) -> Path:
+    """`directory/name`, or the entry of `directory` named so in another case where there is no `name` itself."""
+    if os.path.lexists(directory / name) or not directory.is_dir():
+        return directory / name
+    try:
+        alike = sorted(p for p in directory.iterdir() if p.name.lower() == name)
+    except OSError:
+        return directory / name  # what cannot be listed is named when it is read
+    return alike[0] if alike else directory / name
 
 
 def _holds_images(folder: Path, deep: bool = True) -> bool:
