@@ -12,7 +12,7 @@ from dlperf.commands import optimize as opt_cmd
 from dlperf.figures import LoaderFigures
 from dlperf.store.process import ProcessDetail, ProcessMeasurement
 from dlperf.store.records import LoaderRecord, LossCheckRecord
-from dlperf.vocab import Status
+from dlperf.vocab import ExitCode, Status
 from test_optimize import _Quiet, steps
 
 
@@ -79,8 +79,10 @@ def _fake(monkeypatch, loaders: dict[str, tuple[float, float] | str], duration_s
         measured.append(name)
         if clock is not None:
             clock[0] += duration_s
-        if isinstance(loaders[name], str):
-            return ProcessMeasurement(status=Status.UNSUPPORTED, error=loaders[name], duration_s=duration_s)
+        if isinstance(loaders[name], str):  # "failed: why" failed, any other reason is unsupported
+            failed = loaders[name].startswith("failed: ")
+            status, error = (Status.FAILED, loaders[name][8:]) if failed else (Status.UNSUPPORTED, loaders[name])
+            return ProcessMeasurement(status=status, error=error, duration_s=duration_s)
         center, wait = loaders[name]
         samples = steps(center, 1)[0]
         figures = LoaderFigures(setting=name, workers=ol.setting(name).workers, wait_s=[wait * t for t in samples],
@@ -152,6 +154,22 @@ def test_an_unsupported_setting_is_skipped_and_said(tmp_path, monkeypatch):
     _, out, _ = _search(tmp_path, loaders=("w0", "w1"))
     assert measured == ["w0", "w1"] and out["loader"]["setting"] is None
     assert "loader: no setting recommended: none of those tried measured" in out["notes"]
+
+
+def test_every_setting_failed_exits_1_saying_the_data_was_not_read(tmp_path, monkeypatch, capsys):
+    """A folder of truncated JPEGs: w0 and w1 failed, and optimize exited 0, 'Recommended: keep fp32 eager', where
+    `run` exits 1 for the same cells. It exits 1 now, the last loader line saying why."""
+    truncated = "failed: photos/c1/0.jpg: not an image Pillow can decode (OSError: image file is truncated)"
+    _fake(monkeypatch, dict.fromkeys(["w0", "w1"], truncated))
+    search, out, _ = _search(tmp_path, loaders=("w0", "w1"))
+    assert search.exit_code == ExitCode.CELLS_FAILED and out["loader"]["setting"] is None
+    opt_cmd.print_text(search)
+    assert ("Loader: none: every setting tried failed, the data was not read (w0: photos/c1/0.jpg: not an image "
+            "Pillow can decode" in " ".join(capsys.readouterr().out.split()))  # fmt: skip
+    _fake(monkeypatch, {"w0": truncated, "w1": "no dataset for this workload"})
+    assert _search(tmp_path, loaders=("w0", "w1"))[0].exit_code == ExitCode.CELLS_FAILED  # none read the data
+    _fake(monkeypatch, {"w0": truncated, "w1": (1.0, 0.01)})
+    assert _search(tmp_path, loaders=("w0", "w1"))[0].exit_code == ExitCode.OK  # w1 read it
 
 
 def test_when_none_is_enough_the_best_with_workers_gets_prefetch_and_persistent_variants_then_it_says_so(

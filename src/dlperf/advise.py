@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from dlperf.advise_cells import Feed, Pipeline, best_cell, fastest_feed, quoted_notes, recommended_pipeline
+from dlperf.advise_cells import Feed, Pipeline, best_cell, fastest_feed, quoted_notes, recommended_pipeline, unread_data
 from dlperf.defaults import BUDGET_S, CPU_WATTS, FIT_MAX_BATCH, KWH_PRICE, LEAST_BUDGET_S
 from dlperf.errors import UsageError
 from dlperf.loaders import DATA_SYNTHETIC
@@ -144,6 +144,7 @@ class Advice:
     pipeline: Pipeline | None = None  # --data DIR: the CPU's step is the loader's, at the setting recommended
     data: bool = False  # --data DIR was given (the CPU's step is on synthetic data where `pipeline` is None)
     threads_cut: tuple[int, ...] = ()  # thread counts the budget left unmeasured: this CPU's step may be faster
+    unread: str = ""  # --data DIR that no loader setting could read: why, in place of this CPU's time for its epoch
 
 
 FLAGS = {"batch": "--batch", "data": "--data", "loaders": "--loaders", "budget_s": "--budget", "samples": "--samples",
@@ -276,7 +277,7 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
                       [*side.notes, *notes], code, largest, opts.workload)  # fmt: skip
     threads = side.answer.rows[0].cpu.threads
     cell = side.answer.rows[0].cpu
-    exit_code, feed, searched, pipeline, tried = side.exit_code, None, False, None, ()
+    exit_code, feed, searched, pipeline, tried, unread = side.exit_code, None, False, None, (), ""
     if exit_code == ExitCode.INTERRUPTED:
         notes.append("interrupted: the mode search was not started; the thread search's cells are stored")
     elif clock.search_s(time.monotonic()) is not None:
@@ -290,19 +291,22 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
         notes += found
         pipeline, loaded = recommended_pipeline(db, search) if opts.data != DATA_SYNTHETIC else (None, None)
         cell = loaded or cell  # with --data: the step on the user's data, at the loader setting recommended
+        if unread := unread_data(db, search.run_id) if opts.data != DATA_SYNTHETIC else "":
+            exit_code = max(exit_code, ExitCode.CELLS_FAILED)  # as run's and optimize's failed loader cells
     else:
         left = clock.left(time.monotonic())
         notes.append(f"{NO_SEARCH} skipped: {max(left, 0):.0f} s of the budget left (raise --budget)")
         if opts.data != DATA_SYNTHETIC:
             notes.append("input pipeline: not measured: the loader is searched after the modes (raise --budget)")
-    costs.cpu = cost.cpu_cost(cell, samples, CPU_WATTS, KWH_PRICE, pipeline.step_s if pipeline else None, steps)
+    if not unread:  # no epoch of data that could not be read
+        costs.cpu = cost.cpu_cost(cell, samples, CPU_WATTS, KWH_PRICE, pipeline.step_s if pipeline else None, steps)
     low, high = (cell.mean_ci_low_s, cell.mean_ci_high_s) if pipeline else (cell.ci_low_s, cell.ci_high_s)
     ci = (low, high) if low and high else None  # the interval of the step quoted: a loader cell's of its mean
     notes += [n for n in side.notes if n.startswith("threads:")]
     notes += quoted_notes(db, side.run_id, cell, ci is not None, tried)
     return Advice(workload.name, workload.batch, costs, ci, side.answer, runs, roofline.uncertainty(), notes,
                   exit_code, largest, opts.workload, feed, searched, pipeline=pipeline,
-                  data=opts.data != DATA_SYNTHETIC, threads_cut=side.threads_cut)  # fmt: skip
+                  data=opts.data != DATA_SYNTHETIC, threads_cut=side.threads_cut, unread=unread)  # fmt: skip
 
 
 def once(warn: Callable[[str], None]) -> Callable[[str], None]:

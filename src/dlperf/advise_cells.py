@@ -62,6 +62,23 @@ def fastest_feed(db: str, run_id: int) -> tuple[Feed | None, str | None]:
     return max(feeds, key=lambda f: f.per_process, default=None), failed or None
 
 
+def unread_data(db: str, run_id: int) -> str:
+    """Why this CPU has no time for the data, where no loader cell of the search measured and one failed (a folder
+    of truncated JPEGs), else "": an epoch was said at the synthetic step, of data that could not be read, exit 0."""
+    from dlperf.store import Store
+    from dlperf.vocab import Status
+
+    store = Store.open(db, create=False)
+    try:
+        loaded = [c for c in store.cells(run_id) if c.loader]
+    finally:
+        store.close()
+    failed = [c for c in loaded if c.status == Status.FAILED]
+    if not failed or any(c.ok for c in loaded):
+        return ""
+    return f"not measured: your data could not be read ({failed[0].loader}: {failed[0].error})"
+
+
 def recommended_pipeline(db: str, search) -> tuple[Pipeline | None, object | None]:
     """With --data DIR: the loader setting the search recommends for its best mode (`report.data.recommend`, as
     `dlperf table` and optimize's loader search choose it) and its stored cell, held against the same mode's step on

@@ -207,6 +207,7 @@ class Searcher:
             if self.opts.data != DATA_SYNTHETIC:
                 self.under_way = "the loader search"
                 self.loader = self._loader_search(best).run()
+                exit_code = ExitCode.CELLS_FAILED if self.loader.unread else exit_code  # as run's failed cells
             self.session.complete()
         except (Interrupted, KeyboardInterrupt) as stop:  # KeyboardInterrupt: a Ctrl-C between rounds, outside a sweep
             # as a sweep sets it: the run was interrupted, not left running (where the store refused that, said)

@@ -70,6 +70,13 @@ class LoaderChoice:
     def enough(self) -> bool:
         return bool(self.chosen and self.chosen.enough)
 
+    @property
+    def unread(self) -> LoaderTrial | None:
+        """The first setting's failure where none tried measured and one failed (a folder of truncated JPEGs): the
+        data was not read, and the search exits 1 saying why, as `run` does, not 0 with only the modes' answer."""
+        failed = [t for t in self.trials if t.status == Status.FAILED]
+        return failed[0] if failed and not any(t.status == Status.OK for t in self.trials) else None
+
     def to_json(self) -> dict[str, Any]:
         c = self.chosen
         return {

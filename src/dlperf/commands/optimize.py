@@ -207,6 +207,9 @@ def loader_lines(loader, recommended: str | None = None) -> list[str]:
         lines.append(f"    {t.setting}: {step}, {wait}{share}{mark}")
     if c := loader.chosen:
         lines.append(f"Loader: {c.setting} ({chosen_said(loader)}): {dataloader_call(c.setting)}")
+    elif failed := loader.unread:
+        lines.append(f"Loader: none: every setting tried failed, the data was not read ({failed.setting}: "
+                     f"{failed.error}); the modes were measured on synthetic data")  # fmt: skip
     if recommended and recommended != loader.mode:
         lines.append(f"    (searched for {loader.mode}, the best mode when the rounds ended; {recommended}, "
                      "recommended below against every fp32 process, was not measured with a loader)")  # fmt: skip

@@ -46,7 +46,7 @@ def _cpu_line(a) -> str:
     notes)."""
     c, x, p = a.costs.cpu, a.costs, a.pipeline
     if c is None:
-        return f"On this CPU: {a.cpu_why or 'not measured (see the notes)'}"
+        return f"On this CPU: {a.cpu_why or a.unread or 'not measured (see the notes)'}"
     work = "one epoch" if x.what.full.startswith("one epoch: ") else x.what.full
     ci = f", 95% interval of the step {interval(*a.cpu_ci)}" if a.cpu_ci else ""
     how = "at its best settings" if a.searched else "at its best thread count with no mode searched"
@@ -235,7 +235,7 @@ def to_json(a) -> dict:
     return {
         "workload": a.workload, "batch": a.batch, "samples": x.samples, "work": x.what.full, "cpu": cpu,
         "fastest": _pick_json(x.fastest()), "fastest_tied_with": x.tied_with(), "cheapest": _pick_json(x.cheapest()),
-        "cpu_not_measured": a.cpu_why or None, "deadline_s": x.deadline_s, "mode_searched": a.searched,
+        "cpu_not_measured": a.cpu_why or a.unread or None, "deadline_s": x.deadline_s, "mode_searched": a.searched,
         "cheapest_within_deadline": _pick_json(x.cheapest(x.deadline_s)) if x.deadline_s else None,
         "within_deadline_at_risk": cost.at_risk(x.cheapest(x.deadline_s), x.deadline_s),
         "does_not_fit": [{"gpu": r.gpu, "mode": r.mode, "why": r.why, "largest_batch": a.largest.get((r.gpu, r.mode)),
