@@ -216,3 +216,35 @@ def make():
     assert w.extra["input_shapes"] == {"input_ids": [12, "int64"], "attention_mask": [12, "float32"]}
     assert w.extra["optimizer"] == {"name": "AdamW", "lr": 0.0003, "betas": [0.9, 0.999], "eps": 1e-08,
                                     "weight_decay": 0.01}  # fmt: skip
+
+
+def builtin_cell(loader: str | None) -> PlannedCell:
+    return PlannedCell(Cell("tiny-alexnet-s", "torch", "cpu", 1, "fp32", loader=loader), {"batch": 4, "extra": {}})
+
+
+def test_a_builtin_workloads_loader_cells_over_two_folders_are_said_to_read_different_data(tmp_path):
+    """Built-in workloads' loader cells of runs over --data photos and --data more were paired with no note, where a
+    user workload's said 'the data differs': their folder is the run's --data (`spec.data`), not the cell's."""
+    pa, pb = processes(1, 3, 0.1), processes(2, 3, 0.1)
+    loaded, s = builtin_cell("w0"), builtin_cell(None)
+    a, b = (replace(record(loaded, procs), loader="w0") for procs in (pa, pb))  # a loader cell, as the store's
+    runs = (str(tmp_path / "photos"), str(tmp_path / "more"))
+    result = compare([a, record(s, pa)], [b, record(s, pb)], {a.key: pa, s.cell.key: pa}, {b.key: pb, s.cell.key: pb},
+                     data=runs)  # fmt: skip
+    assert len(result.cells) == 2
+    assert result.data == [f"tiny-alexnet-s: the data differs: A read {runs[0]}, B read {runs[1]}; each ratio compares "
+                           "the data too"]  # fmt: skip
+    assert not compare([a], [b], {a.key: pa}, {b.key: pb}, data=(runs[0], runs[0])).data
+    synthetic = compare([record(s, pa)], [record(s, pb)], {s.cell.key: pa}, {s.cell.key: pb}, data=runs)
+    assert not synthetic.data  # a step on synthetic data read neither folder
+
+
+def test_a_dataset_of_another_size_is_its_data_not_its_model(tmp_path):
+    """A user Dataset of 18 samples against one of 320 read 'the model differs (extra.dataset_samples 18 -> 320)'."""
+    photos = str(tmp_path / "photos")
+    sized = [user_cell("cnn.py:make", photos) for _ in range(2)]
+    for planned, n in zip(sized, (18, 320), strict=True):
+        planned.workload["extra"]["dataset_samples"] = n
+    result = compared(*sized)
+    assert result.data == [f"jpeg-cnn: the data differs: A read 18 samples of {photos}, B read 320 samples of "
+                           f"{photos}; each ratio compares the data too"]  # fmt: skip

@@ -54,3 +54,23 @@ def test_runs_of_three_repeats_are_told_the_verdict_is_there(tmp_path):
 def test_a_store_that_is_gone_leaves_the_stored_line_alone(tmp_path):
     assert compare_hint(str(tmp_path / "gone.db"), 2) == []
     assert where_stored(str(tmp_path / "gone.db"), 2).count("\n") == 0
+
+
+def test_runs_that_read_different_data_are_said_so_with_the_command(tmp_path):
+    """Two runs of the same loader cells over different --data folders ended 'dlperf compare 1 2 ... says whether
+    they changed beyond the noise', with no word that the data was not the same: each ratio measures the data too."""
+    db = tmp_path / "runs.db"
+    _store(db, (BASE, MACHINE), (SLOWER, MACHINE))
+    with sqlite3.connect(db) as conn:
+        for run_id, data in ((1, "/data/photos"), (2, "/data/more")):
+            conn.execute("UPDATE runs SET spec_json = ? WHERE id = ?", (json.dumps({"repeats": 3, "data": data}),
+                                                                       run_id))  # fmt: skip
+    [line] = compare_hint(str(db), 2)
+    assert line.endswith("says whether they changed beyond the noise, though they read different data (run 1: "
+                         "/data/photos; this run: /data/more)"), line  # fmt: skip
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE runs SET spec_json = ?", (json.dumps({"repeats": 3, "data": "/data/photos"}),))
+    assert "different data" not in compare_hint(str(db), 2)[0]
+    with sqlite3.connect(db) as conn:  # a run on synthetic data: the cells both measured read no folder
+        conn.execute("UPDATE runs SET spec_json = ? WHERE id = 1", (json.dumps({"repeats": 3, "data": "synthetic"}),))
+    assert "different data" not in compare_hint(str(db), 2)[0]

@@ -53,7 +53,8 @@ def run(args) -> int:
     if a.run_id == b.run_id and os.path.samefile(a.db, b.db):
         raise UsageError(f"A {args.A!r} and B {args.B!r} are both run {a.run_id} of {a.db}: a run compared with "
                          "itself tells nothing; name two runs (dlperf list --runs shows them)")  # fmt: skip
-    result = compare(a.cells, b.cells, a.samples, b.samples, alpha=args.alpha, threshold=args.threshold)
+    result = compare(a.cells, b.cells, a.samples, b.samples, alpha=args.alpha, threshold=args.threshold,
+                     data=(a.data, b.data))  # fmt: skip
     result.b_unfinished, result.other_hardware = b.unfinished, machine_warning(a, b) is not None
     if b.unfinished:
         result.b_goes_on = goes_on(b)

@@ -31,6 +31,7 @@ from enum import StrEnum
 from typing import Any
 
 from dlperf.measure.units import plural
+from dlperf.report.compare_data import data_note, without_data
 from dlperf.report.compare_side import Side, machine_lines, machine_warning, setting_changes, setting_lines, usable
 from dlperf.report.format import markup, table_seconds, terminal
 from dlperf.report.table import mode_label
@@ -224,9 +225,10 @@ def compare(
     *,
     alpha: float = 0.05,
     threshold: float = 0.05,
+    data: tuple[str | None, str | None] = (None, None),
 ) -> Comparison:
     """Compare two runs' cells (`Store.cells`), matched by key. `*_samples`: per cell key, the raw step times of each
-    process (`Store.samples`)."""
+    process (`Store.samples`); `data`: each run's --data folder, which its built-in loader cells read."""
     result = Comparison(alpha, threshold)
     for a, b in _pairs(a_cells, b_cells):
         key = (a or b).key
@@ -242,7 +244,9 @@ def compare(
             result.unmatched.append(Unmatched(key, _label(a or b), why, whole, failed))
         else:
             result.cells.append(_cell(a, b, a_samples.get(a.key, []), b_samples.get(b.key, [])))
-            result.data += [line for line in (model_note(a, b), data_note(a, b)) if line and line not in result.data]
+            result.data += [
+                line for line in (model_note(a, b), data_note(a, b, data)) if line and line not in result.data
+            ]
     _decide(result)
     return result
 
@@ -346,10 +350,11 @@ def busy(a: CellRecord, b: CellRecord) -> str:
 
 def _workload_diff(a: CellRecord, b: CellRecord, ignore: tuple[str, ...] = ()) -> str:
     """How two cells' workload definitions differ, e.g. "batch 64 -> 128"; "" when they are the same but for the keys
-    in `ignore`. The folder of the data (`DATA_FOLDER`) is no part of the model: `data_note` says when it differs. A
-    key of `extra` one run holds and the other lacks is what one dlperf recorded and the other did not yet (the probe's
-    `input_names`, `no_checkpoint`), not a change of the model: only the keys both hold are compared."""
-    sa, sb = _without_data(a.workload_spec), _without_data(b.workload_spec)
+    in `ignore`. The data (its folder and size, `compare_data.DATA_KEYS`) is no part of the model: `data_note` says
+    when it differs. A key of `extra` one run holds and the other lacks is what one dlperf recorded and the other did
+    not yet (the probe's `input_names`, `no_checkpoint`), not a change of the model: only the keys both hold are
+    compared."""
+    sa, sb = without_data(a.workload_spec), without_data(b.workload_spec)
     both = sa["extra"].keys() & sb["extra"].keys()
     # a workload at a batch of its own is named for it and has no paper figure or DDP batch (`plan.workloads`)
     named = VARIANT_KEYS if a.workload != b.workload else ()
@@ -375,33 +380,6 @@ def model_note(a: CellRecord, b: CellRecord) -> str | None:
     if not every or _workload_diff(a, b, ignore=MODEL_KEYS):
         return None
     return f"{a.workload}: the model differs ({every}): its ratio compares the two definitions"
-
-
-# where a stored user workload keeps the folder its factory read: --data DIR, or the factory's own default without it
-DATA_FOLDER = ("data_dir", "default_data_dir")
-
-
-def _without_data(spec: dict[str, Any]) -> dict[str, Any]:
-    extra = {k: v for k, v in (spec.get("extra") or {}).items() if k not in DATA_FOLDER}
-    return {**spec, "extra": extra}
-
-
-def data_note(a: CellRecord, b: CellRecord) -> str | None:
-    """One line when the two cells read different folders: a user workload's --data DIR, or without it the folder
-    its factory's `data_dir` defaulted to, as the run recorded it (`plan.workloads.resolve_workload`). None when both
-    read the same folder, or neither run says which."""
-    folders = [_data_folder(c.workload_spec) for c in (a, b)]
-    if folders[0] == folders[1]:
-        return None
-    read = [folder or "the folder its factory chose, which the run does not record" for folder in folders]
-    differs = "differs" if all(folders) else "may differ"
-    return f"{a.workload}: the data {differs}: A read {read[0]}, B read {read[1]}; each ratio compares the data too"
-
-
-def _data_folder(spec: dict[str, Any]) -> str | None:
-    extra = spec.get("extra") or {}
-    given = next((extra[k] for k in DATA_FOLDER if extra.get(k)), None)
-    return os.path.realpath(given) if given else None
 
 
 def _decide(result: Comparison) -> None:

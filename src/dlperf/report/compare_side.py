@@ -12,6 +12,7 @@ from typing import Any
 from dlperf.errors import UsageError
 from dlperf.flagtext import whole_number
 from dlperf.measure.units import plural
+from dlperf.report.compare_data import run_data
 from dlperf.store.records import CellRecord, in_measured_order
 
 
@@ -31,6 +32,7 @@ class Side:
     samples: dict[str, list[list[float]]]  # cell key -> raw step times of each process
     unfinished: str = ""  # the run not finished, as the table says it (`store/state.py`); "" when it is
     settings: dict[str, Any] = field(default_factory=dict)  # how it measured (`settings_of`): what a ratio depends on
+    data: str | None = None  # its --data folder, which its built-in loader cells read (`compare_data.run_data`)
 
     def machine(self) -> str:
         f = self.fingerprint
@@ -88,7 +90,8 @@ def load(text: str, name: str, default_db: str) -> Side:
     version = run.env.get("dlperf_version")  # the dlperf that measured the run, set beside its machine
     fingerprint = {**run.fingerprint, **({"dlperf": version} if version else {})}
     return Side(name, path, run.id, run.started_at, fingerprint, cells, samples,
-                state.summary() if state.unfinished else "", settings_of(run.spec, run.env))  # fmt: skip
+                state.summary() if state.unfinished else "", settings_of(run.spec, run.env),
+                run_data(run.spec))  # fmt: skip
 
 
 # the run's settings that change a step's time or its median, as its flags name them (`RunSpec`, its `timer`)
@@ -200,7 +203,7 @@ def compare_hint(db: str, run_id: int) -> list[str]:
         store = Store.open(db, create=False)
         try:
             found = measured_before(store, run_id)
-            repeats = [] if found is None else [store.run(i).spec.get("repeats") or 1 for i in (found[0], run_id)]
+            specs = [] if found is None else [store.run(i).spec for i in (found[0], run_id)]
         finally:
             store.close()
     except (UsageError, OSError):  # a store gone or busy since (StoreFault is a UsageError): the run's line alone
@@ -210,8 +213,11 @@ def compare_hint(db: str, run_id: int) -> list[str]:
     earlier, shared = found
     command = f"{program()} {shlex.join(['compare', str(earlier), str(run_id), *db_words(db)])}"
     verdict = "says whether they changed beyond the noise"
-    if min(repeats) < 3:
+    if min(spec.get("repeats") or 1 for spec in specs) < 3:
         verdict = "compares them (measure both with --repeats 3 for a verdict beyond the noise)"
+    read = [run_data(spec) for spec in specs]  # a run on synthetic data shares no loader cell with one on a folder
+    if all(read) and read[0] != read[1]:  # their loader cells' ratios would measure the data too: said, not hidden
+        verdict += f", though they read different data (run {earlier}: {read[0]}; this run: {read[1]})"
     return [f"run {earlier} measured {shared} of these cells on the same hardware too: {command} {verdict}"]
 
 

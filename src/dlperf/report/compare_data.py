@@ -1,0 +1,62 @@
+"""`dlperf compare`: what data each side's cell read, apart from its model. Two runs over different data compare,
+with one line saying so: a ratio of steps that read different folders, or datasets of different sizes, measures the
+data too. A user workload records its folder and its dataset's size in its definition (`extra`); a built-in
+workload's loader cells read the run's --data DIR (its `spec.data`), which the cells themselves do not record."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from dlperf.store.records import CellRecord
+
+# where a stored user workload keeps the folder its factory read: --data DIR, or the factory's own default without it
+DATA_FOLDER = ("data_dir", "default_data_dir")
+# of a user workload's `extra`, what is its data, not its model: the folder, and len(dataset=) (an epoch's samples)
+DATA_KEYS = (*DATA_FOLDER, "dataset_samples")
+
+
+def without_data(spec: dict[str, Any]) -> dict[str, Any]:
+    """A workload's definition less what its data is (`DATA_KEYS`): its model, which `model_note` compares."""
+    extra = {k: v for k, v in (spec.get("extra") or {}).items() if k not in DATA_KEYS}
+    return {**spec, "extra": extra}
+
+
+def data_note(a: CellRecord, b: CellRecord, runs: tuple[str | None, str | None] = (None, None)) -> str | None:
+    """One line when the two cells read different data: a user workload's --data DIR, or without it the folder its
+    factory's `data_dir` defaulted to, as the run recorded it (`plan.workloads.resolve_workload`), and its dataset's
+    size; a built-in workload's loader cell, its run's --data DIR (`runs`, A's and B's: a pair over two folders was
+    compared with no word of it, where a user workload's said so). None when both read the same, or neither says."""
+    folders = [
+        _data_folder(c.workload_spec) or (_real(run) if c.loader else None) for c, run in zip((a, b), runs, strict=True)
+    ]
+    sizes = [(c.workload_spec.get("extra") or {}).get("dataset_samples") for c in (a, b)]
+    resized = all(sizes) and sizes[0] != sizes[1]
+    if folders[0] == folders[1] and not resized:
+        return None
+    read = [folder or "the folder its factory chose, which the run does not record" for folder in folders]
+    if folders[0] == folders[1]:  # one folder, or none recorded: the size alone differs
+        read = [
+            f"{n:,} samples" + (f" of {folder}" if folder else "") for n, folder in zip(sizes, folders, strict=True)
+        ]
+    elif resized:
+        read = [f"{where} ({n:,} samples)" for where, n in zip(read, sizes, strict=True)]
+    differs = "differs" if all(folders) or resized else "may differ"
+    return f"{a.workload}: the data {differs}: A read {read[0]}, B read {read[1]}; each ratio compares the data too"
+
+
+def run_data(spec: dict[str, Any]) -> str | None:
+    """The folder a run's --data named (absolute, as stored), None for synthetic data or `--data dataset`."""
+    from dlperf.loaders import DATA_DATASET, DATA_SYNTHETIC
+
+    data = spec.get("data")
+    return data if data and data not in (DATA_SYNTHETIC, DATA_DATASET) else None
+
+
+def _data_folder(spec: dict[str, Any]) -> str | None:
+    extra = spec.get("extra") or {}
+    return _real(next((extra[k] for k in DATA_FOLDER if extra.get(k)), None))
+
+
+def _real(folder: str | None) -> str | None:
+    return os.path.realpath(folder) if folder else None
