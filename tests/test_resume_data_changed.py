@@ -32,3 +32,20 @@ def test_a_dataset_refilled_since_the_run_read_it_is_one_line(monkeypatch):
         "new run instead"
     )
     check(monkeypatch, 1000)  # the same dataset: it goes on
+
+
+def test_a_folder_moved_since_the_run_began_is_said_gone_as_a_fresh_run_says_it(monkeypatch, tmp_path):
+    """--resume after the --data folder was moved said "run 1's --data: DIR: no imagenet/train folder ...", as if
+    the folder were there without its images; a fresh run says "no such directory"."""
+    from dlperf.protocol import Cell
+    from dlperf.runner.tasks import Task
+
+    monkeypatch.setattr(api, "check_data_of", lambda spec, workloads: {})  # a probe would read the folder
+    gone = tmp_path / "photos"
+    cell = Cell("tiny-alexnet-s", "torch", "cpu", 1, "fp32", loader="w0")
+    with pytest.raises(UsageError) as refused:
+        api._check_data_again(1, RunSpec(("tiny-alexnet-s",), data=str(gone)), [Task(cell, 0)], {cell.key: {}}, [])
+    assert str(refused.value) == (f"--resume: run 1's --data {gone}: no such directory (moved or removed since the "
+                                  "run began): put it back to resume the run, or start a new run")  # fmt: skip
+    gone.mkdir()
+    api._check_data_again(1, RunSpec(("tiny-alexnet-s",), data=str(gone)), [Task(cell, 0)], {cell.key: {}}, [])

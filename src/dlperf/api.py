@@ -30,6 +30,7 @@ from dlperf.api_arguments import (
     in_callers_terms,
 )
 from dlperf.errors import RunInterrupted, UsageError
+from dlperf.loaders import DATA_DATASET, DATA_SYNTHETIC
 from dlperf.measure.units import agreeing
 from dlperf.plan import Plan, framework_info, make_plan
 from dlperf.plan.estimate import Estimate, for_plan
@@ -428,6 +429,9 @@ def _check_data_again(run_id: int, spec: RunSpec, tasks: list[Task], workloads: 
     from dlperf.report.table import cell_label
 
     left = {json.dumps(workloads[t.cell.key], sort_keys=True): workloads[t.cell.key] for t in tasks if t.cell.loader}
+    if left and (gone := _folder_gone(spec.data)):  # as a fresh run says it, not 'no imagenet/train folder' in it
+        raise UsageError(f"--resume: run {run_id}'s --data {spec.data}: {gone} (moved or removed since the run "
+                         "began): put it back to resume the run, or start a new run")  # fmt: skip
     try:
         checks = check_data_of(spec, list(left.values()))
     except UsageError as exc:
@@ -439,6 +443,15 @@ def _check_data_again(run_id: int, spec: RunSpec, tasks: list[Task], workloads: 
                              f"{cell.workload} holds {now.samples:,} samples, {cell.data.samples:,} when its cell "
                              f"{cell_label(cell)} read it: the folder changed since, so what is left would read "
                              "another dataset; start a new run instead")  # fmt: skip
+
+
+def _folder_gone(data: str) -> str:
+    """Why the folder a run's --data named is no folder now ("no such directory", as `spec.parse_data` says it);
+    "" for one there, or a keyword."""
+    if data in (DATA_SYNTHETIC, DATA_DATASET):
+        return ""
+    path = Path(data)
+    return "" if path.is_dir() else "not a directory" if path.exists() else "no such directory"
 
 
 def _latest_unfinished(store: Store, db: str) -> RunRecord:
