@@ -78,6 +78,21 @@ def test_into_a_folder_of_photos_the_closing_line_names_the_folder_that_reads_th
     )
 
 
+def test_the_closing_line_quotes_a_folder_the_shell_would_split(tmp_path):
+    """`dlperf data synth "sp ace ü"` ended 'dlperf run --data /tmp/.../sp ace ü reads them', a command that pasted
+    reads two words: quoted now, as run's own hints quote their paths."""
+    spaced = tmp_path / "sp ace ü"
+    ptb = data.Written("ptb", spaced / "ptb", 3, 1, 0.0)
+    assert data.reads([ptb], spaced) == f"dlperf run --data '{spaced}' reads them"
+    (spaced / "cats").mkdir(parents=True)
+    (spaced / "cats" / "a.jpg").write_bytes(b"\xff\xd8 not decoded here")
+    (spaced / "imagenet" / "train" / "n1").mkdir(parents=True)
+    (spaced / "imagenet" / "train" / "n1" / "b.JPEG").write_bytes(b"\xff\xd8 not decoded here")
+    said = data.reads([ptb, data.Written("imagenet", spaced / "imagenet", 1, 1, 0.0)], spaced)
+    assert said.startswith(f"dlperf run --data '{spaced}' reads ptb; the images: dlperf run --data "
+                           f"'{spaced / 'imagenet' / 'train'}' ({spaced}'s own folders"), said  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("flags", "words"),
     [

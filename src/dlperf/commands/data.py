@@ -199,16 +199,19 @@ def reads(written: list[Written], directory: Path) -> str:
     is refused for the images (`imagefolder.folder`: it does not guess between DIR/imagenet/train and DIR's own
     classes), so the images are named by their folder: synth into a folder of photos ended 'dlperf run --data
     photos reads them', which the run then refused."""
+    import shlex
+
     from dlperf.workloads.datasets import imagefolder
 
+    given = shlex.quote(str(directory))  # a command to paste: `data synth "sp ace"` ended with it unquoted
     if not any(w.dataset == "imagenet" for w in written):
-        return f"dlperf run --data {directory} reads them"
+        return f"dlperf run --data {given} reads them"
     try:
         imagefolder.folder(directory)
     except UsageError:
-        images = directory / imagefolder.FOLDER / "train"
+        images = shlex.quote(str(directory / imagefolder.FOLDER / "train"))
         others = [w.dataset for w in written if w.dataset != "imagenet"]
-        rest = f"dlperf run --data {directory} reads {', '.join(others)}; " if others else ""
+        rest = f"dlperf run --data {given} reads {', '.join(others)}; " if others else ""
         return (f"{rest}the images: dlperf run --data {images} ({directory}'s own folders hold images too, and --data "
-                f"{directory} does not guess which to read)")  # fmt: skip
-    return f"dlperf run --data {directory} reads them"
+                f"{given} does not guess which to read)")  # fmt: skip
+    return f"dlperf run --data {given} reads them"
