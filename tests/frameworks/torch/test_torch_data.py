@@ -311,7 +311,9 @@ def test_labels_beyond_the_networks_outputs_name_the_file_and_the_label(tmp_path
     with pytest.raises(UsageError, match=r"data_batch_1: label \d of image \d+ .*tiny-alexnet-r's 2 classes"):
         data.builtin_dataset(few["tiny-alexnet-r"], datasets)
     alexnet = dataclasses.replace(BUILTIN["tiny-alexnet-s"], outputs=2)  # 3 class folders
-    with pytest.raises(UsageError, match=r"n00000002: class 2 of 3 .*tiny-alexnet-s's 2 classes \(0 to 1\)"):
+    with pytest.raises(
+        UsageError, match=r"n00000002: class folder 3 of 3 \(label 2\) is .*tiny-alexnet-s's 2 classes \(0 to 1\)"
+    ):
         data.builtin_dataset(alexnet, datasets)
 
 

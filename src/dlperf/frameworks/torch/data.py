@@ -173,8 +173,9 @@ class ImageFolder(Dataset):
 
     def __init__(self, folder: imagefolder.ImageFolder, size: int, outputs: int, network: str = "the network") -> None:
         if len(folder.classes) > outputs:
-            raise UsageError(f"{folder.root / folder.classes[outputs]}: class {outputs} of {len(folder.classes)} is "
-                             f"out of range for {network}'s {outputs} classes (0 to {outputs - 1})")  # fmt: skip
+            raise UsageError(f"{folder.root / folder.classes[outputs]}: class folder {outputs + 1} of "
+                             f"{len(folder.classes)} (label {outputs}) is out of range for {network}'s {outputs} "
+                             f"classes (0 to {outputs - 1})")  # fmt: skip
         self.samples, self.size = folder.samples, size
         self.root, self.class_count = folder.root, len(folder.classes)  # what the run says it reads before measuring
 
