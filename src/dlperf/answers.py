@@ -78,6 +78,7 @@ class DataCheck(Wire):
     batches: int | None = field(default=None, metadata=ABSENT)  # an epoch's, as its loader counts them (len)
     folder: str | None = field(default=None, metadata=ABSENT)  # the image folder found in --data DIR, absolute
     classes: int | None = field(default=None, metadata=ABSENT)  # ... and its class folders
+    skipped: str | None = field(default=None, metadata=ABSENT)  # ... and the files of them not read, and why
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,14 @@ def test_each_image_folder_read_is_said_once_with_its_images_and_classes():
     assert data_notes({"tiny-fcn-r": DataCheck(1000)}) == data_notes({}) == []
 
 
+def test_files_of_the_folder_not_read_are_said_with_it():
+    """A .gif or a notes.txt among the class folders was left out silently: the note says how many, and why."""
+    skipped = "2 files skipped, not of a type read (.gif 1, .txt 1)"
+    assert data_notes({"w": DataCheck(8, folder="/p", classes=2, skipped=skipped)}) == [
+        f"--data: w reads the image folder /p: 8 images in 2 classes; {skipped}"
+    ]
+
+
 def test_the_folder_and_its_classes_cross_the_wire():
     answer = DataAnswer({"w": DataCheck(9, [3, 8, 8], folder="/d/imagenet/train", classes=3), "v": DataCheck(5)})
     assert DataAnswer.from_json(answer.to_json()) == answer

@@ -25,6 +25,9 @@ def one_line_error(call, *words) -> str:
     return message
 
 
+IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")  # torchvision's
+
+
 def imagefolders_samples(root: Path) -> list[tuple[str, int]]:
     """torchvision's `ImageFolder(root).samples` (`datasets.folder.find_classes` and `make_dataset`), restated: the
     class folders sorted, each walked with os.walk(followlinks=True), its folders sorted by path, their files by
@@ -33,7 +36,7 @@ def imagefolders_samples(root: Path) -> list[tuple[str, int]]:
     samples = []
     for index, name in enumerate(classes):
         for folder, _, files in sorted(os.walk(root / name, followlinks=True)):
-            kept = [f for f in sorted(files) if f.lower().endswith((".jpeg", ".jpg", ".png"))]
+            kept = [f for f in sorted(files) if f.lower().endswith(IMG_EXTENSIONS)]
             samples += [(os.path.join(folder, f), index) for f in kept]
     return samples
 
@@ -147,3 +150,15 @@ def test_capitalised_splits_are_splits_not_two_classes(tmp_path):
     assert imagefolder.read_imagefolder(tmp_path / "a").root == tmp_path / "a" / "Train"
     images(tmp_path / "b", "cats/a.jpg", "dogs/b.jpg", "TRAIN/n1/c.jpg")
     one_line_error(lambda: imagefolder.read_imagefolder(tmp_path / "b"), f"both {tmp_path / 'b' / 'TRAIN'}")
+
+
+def test_a_folder_of_no_type_read_says_what_it_holds_and_what_is_read(tmp_path):
+    """A folder of class folders of .gif only said 'no imagenet/train folder, nor class folders of images', and a
+    class of only .gif 'no image in this class folder (an empty class ...)': neither said what was there."""
+    images(tmp_path / "a", "c0/x.gif", "c1/y.gif", "c1/notes.txt")
+    said = one_line_error(lambda: imagefolder.read_imagefolder(tmp_path / "a"),
+                          "it holds 3 files of no type read (.gif 2, .txt 1)")  # fmt: skip
+    assert ".jpg, .png, .ppm, .bmp, .pgm, .tif, .tiff, .webp" in said
+    images(tmp_path / "b", "c0/a.webp", "c1/y.gif")
+    one_line_error(lambda: imagefolder.read_imagefolder(tmp_path / "b"), f"{tmp_path / 'b' / 'c1'}: no image in this "
+                   "class folder: it holds 1 file of no type read (.gif 1)")  # fmt: skip

@@ -148,7 +148,7 @@ def data_notes(data: dict[str, DataCheck]) -> list[str]:
     read: dict[tuple, list[str]] = {}
     for name, found in sorted(data.items()):
         if found.folder is not None:
-            read.setdefault((found.folder, found.samples or 0, found.classes or 0), []).append(name)
+            read.setdefault((found.folder, found.samples or 0, found.classes or 0, found.skipped), []).append(name)
     return [f"--data: {', '.join(names)} {'read' if len(names) > 1 else 'reads'} the image folder {folder}: "
-            f"{plural(images, 'image')} in {plural(classes, 'class', 'es')}"
-            for (folder, images, classes), names in read.items()]  # fmt: skip
+            f"{plural(images, 'image')} in {plural(classes, 'class', 'es')}" + (f"; {skipped}" if skipped else "")
+            for (folder, images, classes, skipped), names in read.items()]  # fmt: skip

@@ -333,3 +333,25 @@ def test_an_mnist_of_another_size_or_of_no_samples_is_one_line(tmp_path):
     )
     with pytest.raises(UsageError, match=r"^--data: the dataset of tiny-fcn-r has 0 samples, fewer than one batch"):
         data.check(BUILTIN["tiny-fcn-r"], str(empty))
+
+
+def test_every_image_type_imagefolder_reads_is_listed_and_decoded_and_the_rest_said_skipped(tmp_path):
+    """.webp, .bmp, .tif(f), .ppm and .pgm images (what torchvision's ImageFolder reads) were skipped silently, the
+    folder 'read as ImageFolder reads it'. Each is listed and decoded now; a .gif (ImageFolder leaves it out too) and a
+    notes.txt are counted and said, before the run measures."""
+    from PIL import Image
+
+    formats = {".jpg": "JPEG", ".png": "PNG", ".webp": "WEBP", ".bmp": "BMP", ".tif": "TIFF", ".tiff": "TIFF",
+               ".ppm": "PPM", ".pgm": "PPM", ".gif": "GIF"}  # fmt: skip
+    for k, (suffix, kind) in enumerate(formats.items()):
+        path = tmp_path / f"c{k % 2}" / f"{k}{suffix.upper() if k % 3 == 0 else suffix}"
+        path.parent.mkdir(exist_ok=True)
+        Image.new("L" if suffix == ".pgm" else "RGB", (20, 12), (k * 20, 40, 90)[:1] if suffix == ".pgm" else
+                  (k * 20, 40, 90)).save(path, format=kind)  # fmt: skip
+    (tmp_path / "c1" / "notes.txt").write_text("not an image")
+    found = imagefolder.read_imagefolder(tmp_path)
+    assert sorted(p.suffix.lower() for p, _ in found.samples) == sorted(s for s in formats if s != ".gif")
+    assert found.skipped_said() == "2 files skipped, not of a type read (.gif 1, .txt 1)"
+    assert all(data.decode(path, 8).shape == (3, 8, 8) for path, _ in found.samples)
+    check = data.check(dataclasses.replace(BUILTIN["tiny-alexnet-s"], batch=2), str(tmp_path))
+    assert (check["samples"], check["skipped"]) == (8, "2 files skipped, not of a type read (.gif 1, .txt 1)")

@@ -178,6 +178,7 @@ class ImageFolder(Dataset):
                              f"classes (0 to {outputs - 1})")  # fmt: skip
         self.samples, self.size = folder.samples, size
         self.root, self.class_count = folder.root, len(folder.classes)  # what the run says it reads before measuring
+        self.skipped = folder.skipped_said()  # ... and the files it leaves unread
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -464,7 +465,8 @@ def check(workload: Workload, data: str, user: Any = None) -> dict[str, Any]:
     found = built.dataset if isinstance(built.dataset, ImageFolder) else None  # a folder dlperf looked up in DIR
     return {"samples": size, "batches": batches, "input_shape": list(getattr(inputs, "shape", ())),
             "unsupported": None, "folder": str(found.root) if found else None,
-            "classes": found.class_count if found else None}  # fmt: skip
+            "classes": found.class_count if found else None,
+            "skipped": (found.skipped or None) if found else None}  # fmt: skip
 
 
 H2D_REPEATS = 5  # copies timed per kind; the median is kept

@@ -10,8 +10,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dlperf.errors import UsageError
@@ -19,8 +20,11 @@ from dlperf.workloads.datasets import cifar, idx, malformed, missing, ptb
 
 FOLDER = "imagenet"
 SPLITS = ("train", "val")
-SUFFIXES = (".jpeg", ".jpg", ".png")  # compared lower-cased: ImageNet's own files end in .JPEG
-EXPECTED = [f"{FOLDER}/train/<class>/<image>.JPEG (or .jpg, .png)"]
+# torchvision's IMG_EXTENSIONS, what its ImageFolder reads and Pillow decodes; compared lower-cased: ImageNet's own
+# files end in .JPEG. Any other file of a class folder (.gif, which ImageFolder leaves out too, notes.txt) is skipped
+# and counted (`ImageFolder.skipped`), a class of nothing else named with what it holds.
+SUFFIXES = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+EXPECTED = [f"{FOLDER}/train/<class>/<image>.JPEG (or {', '.join(s for s in SUFFIXES if s != '.jpeg')})"]
 # the other datasets' folders `dlperf data synth DIR` writes: they hold no image, and are never one of DIR's classes
 DATASETS = (idx.FOLDER, cifar.FOLDER, ptb.FOLDER)
 # DIR's folders that are a dataset's splits or dlperf's imagenet/, never taken for DIR's own classes beside DIR/train;
@@ -34,9 +38,26 @@ class ImageFolder:
     root: Path  # the split's folder, holding one folder per class
     classes: list[str]  # sorted by name: a class's index is its place here
     samples: list[tuple[Path, int]]  # (image, class index), classes in order, each class's as ImageFolder lists them
+    skipped: dict[str, int] = field(default_factory=dict)  # the class folders' other files: suffix -> how many
 
     def __len__(self) -> int:
         return len(self.samples)
+
+    def skipped_said(self) -> str:
+        """The files of the class folders left unread, and why: "" where none was."""
+        return skipped_said(self.skipped)
+
+
+def skipped_said(skipped: dict[str, int], how: str = "skipped, not of a type read") -> str:
+    """'3 files skipped, not of a type read (.gif 2, .txt 1)': where a folder's files are not all read, how many."""
+    if not (count := sum(skipped.values())):
+        return ""
+    kinds = ", ".join(f"{suffix} {n}" for suffix, n in sorted(skipped.items(), key=lambda kind: (-kind[1], kind[0])))
+    return f"{count} file{'s' if count > 1 else ''} {how} ({kinds})"
+
+
+def _kind(path: Path) -> str:
+    return path.suffix.lower() or "no suffix"
 
 
 def folder(directory: Path, split: str = "train") -> Path:
@@ -125,24 +146,26 @@ def _entries(folder: Path) -> list[Path]:
         raise malformed(folder, f"cannot be listed ({e.strerror})") from None
 
 
-def _listing(folder: Path) -> tuple[list[Path], list[Path]]:
-    """A folder's image files (by suffix) and its folders, each sorted by name, hidden ones left out; an empty image
-    (0 bytes), or one that is a link that loops or leads nowhere, is named."""
-    images, folders = [], []
+def _listing(folder: Path) -> tuple[list[Path], list[Path], list[Path]]:
+    """A folder's image files (by suffix), its folders and its other files, each sorted by name, hidden ones left out;
+    an empty image (0 bytes), or one that is a link that loops or leads nowhere, is named."""
+    images, folders, others = [], [], []
     for path in _entries(folder):
         if path.suffix.lower() not in SUFFIXES:
             if path.is_dir():  # as os.walk: a link that loops or leads nowhere is no folder
                 folders.append(path)
+            else:
+                others.append(path)
         elif _is(stat.S_ISREG, status := _status(path)):
             if status.st_size == 0:
                 raise malformed(path, "an empty file (0 bytes), not an image")
             images.append(path)
         elif _is(stat.S_ISDIR, status):
             folders.append(path)
-    return images, folders
+    return images, folders, others
 
 
-def _walk(top: Path) -> Iterator[tuple[Path, list[Path]]]:
+def _walk(top: Path) -> Iterator[tuple[Path, list[Path], list[Path]]]:
     """Each folder under `top`, `top` first, with its images: what os.walk(followlinks=True) visits, as ImageFolder
     walks a class folder. A link back to a folder above it is named: ImageFolder would follow it until the path grew
     too long, listing the same images again at each turn."""
@@ -152,15 +175,17 @@ def _walk(top: Path) -> Iterator[tuple[Path, list[Path]]]:
         status = _status(path)
         if (identity := (status.st_dev, status.st_ino)) in above:
             raise malformed(path, "a symbolic link loop (it leads back to a folder above it)")
-        images, folders = _listing(path)
-        yield path, images
+        images, folders, others = _listing(path)
+        yield path, images, others
         stack += [(p, above | {identity}) for p in reversed(folders)]
 
 
-def _images(folder: Path) -> list[Path]:
+def _images(folder: Path) -> tuple[list[Path], Counter]:
     """The image files of a class folder at any depth, in ImageFolder's order: folder by folder sorted by path (as
-    `sorted(os.walk(...))`), each one's files sorted by name."""
-    return [image for _, images in sorted(_walk(folder), key=lambda walked: str(walked[0])) for image in images]
+    `sorted(os.walk(...))`), each one's files sorted by name; and its other files' kinds, counted."""
+    walked = sorted(_walk(folder), key=lambda found: str(found[0]))
+    others = Counter(_kind(p) for *_, files in walked for p in files)
+    return [image for _, images, _ in walked for image in images], others
 
 
 def read_imagefolder(directory: Path, split: str = "train") -> ImageFolder:
@@ -174,14 +199,24 @@ def read_imagefolder(directory: Path, split: str = "train") -> ImageFolder:
         raise missing(root, "class folders", "an ImageNet-style folder", EXPECTED)
     if root == directory:  # DIR's own classes: not `dlperf data synth DIR`'s mnist/, ptb/ (`no image in this class`)
         classes = [p for p in classes if p.name.lower() not in DATASETS]
-    images = {path.name: _images(path) for path in classes}
+    listed = {path.name: _images(path) for path in classes}
+    images = {name: found for name, (found, _) in listed.items()}
+    skipped = sum((others for _, others in listed.values()), Counter())
     if not any(images.values()) and root == directory:  # no imagenet/<split> nor <split>: DIR's folders held no class
         searched = ", ".join(map(str, (directory / FOLDER / split, directory / split, directory)))
-        raise UsageError(f"{directory}: no {FOLDER}/{split} folder, nor class folders of images; searched {searched} "
+        raise UsageError(f"{directory}: no {FOLDER}/{split} folder, nor class folders of images{_holds(skipped)}; "
+                         f"searched {searched} "
                          f"(an ImageNet-style folder expects {', '.join(EXPECTED)})")  # fmt: skip
     if not any(images.values()):
-        raise malformed(root, f"{len(classes)} class folders but no image in them (expected {', '.join(EXPECTED)})")
+        raise malformed(root, f"{len(classes)} class folders but no image in them{_holds(skipped)} (expected "
+                              f"{', '.join(EXPECTED)})")  # fmt: skip
     if empty := next((name for name, found in images.items() if not found), None):
-        raise malformed(root / empty, f"no image in this class folder (an empty class; expected {', '.join(SUFFIXES)})")
+        raise malformed(root / empty, f"no image in this class folder{_holds(listed[empty][1])} (an empty class; "
+                                      f"expected {', '.join(SUFFIXES)})")  # fmt: skip
     samples = [(p, i) for i, name in enumerate(images) for p in images[name]]
-    return ImageFolder(root, list(images), samples)
+    return ImageFolder(root, list(images), samples, dict(skipped))
+
+
+def _holds(kinds: Counter) -> str:
+    """What a folder without an image holds instead (a folder of .gif only), so the error says why none was read."""
+    return f": it holds {skipped_said(kinds, 'of no type read')}" if kinds else ""
