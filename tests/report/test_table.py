@@ -63,6 +63,20 @@ def test_no_star_from_a_comparison_the_machine_disturbed_and_the_note_says_why()
     assert view.rows[0].best_cpu_column() == "cpu:2" and not any("starred" in n for n in view.notes)
 
 
+def test_a_row_with_no_star_highlights_none_of_its_cells():
+    # modes.db's fused and bf16 rows, a cell disturbed: their labels were printed bold green, as a fastest cell is
+    busy = "other processes used 48% of the CPUs while this cell was timed"
+    view = table.build(1, [cell("fcn-s", "cpu", 1, 0.9), cell("fcn-s", "cpu", 2, 1.1, warnings=[busy])])
+    assert _green(view) == [False] * 5
+    starred = table.build(1, [cell("fcn-s", "cpu", 1, 0.9), cell("fcn-s", "cpu", 2, 1.1)])
+    assert _green(starred) == [False, False, False, True, False]
+
+
+def _green(view) -> list[bool]:
+    """Which cells of the view's first row are highlighted as the fastest."""
+    return [str(c._cells[0]).startswith("[bold green]") for c in table.render_rich(view).columns]
+
+
 def test_notes_carry_warnings_and_failure_reasons():
     notes = table.build(7, CELLS).notes
     assert "fcn-s torch cpu:4: oversubscribed: 4 threads on 2 cores" in notes

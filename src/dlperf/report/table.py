@@ -548,7 +548,8 @@ def render_rich(view: TableView):
         names = (
             [None] * fixed_count(view) + view.columns + [None] * (len(values) - fixed_count(view) - len(view.columns))
         )
-        styled = [f"[bold green]{markup(v)}[/]" if c == best else _style(v) for c, v in zip(names, values, strict=True)]
+        styled = [f"[bold green]{markup(v)}[/]" if c is not None and c == best else _style(v)
+                  for c, v in zip(names, values, strict=True)]  # fmt: skip
         table.add_row(*styled)
     return table
 
