@@ -306,6 +306,24 @@ def test_a_stream_that_cannot_write_unicode_gets_ascii_look_alikes_not_a_traceba
     assert "in ms or us)" in proc.stdout  # the legend's "µs" in UTF-8
 
 
+def test_every_character_dlperf_prints_beyond_ascii_has_a_look_alike():
+    """PYTHONIOENCODING=ascii printed "measured on: vm ? Intel": "·" became "?", the doubtful median's mark."""
+    import ast
+    import unicodedata
+
+    from dlperf.cli import PLAIN
+
+    printed = set()
+    for path in (ROOT / "src" / "dlperf").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
+        printed |= {ch for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                    and id(n) not in docstrings for ch in n.value
+                    if not ch.isascii() and unicodedata.category(ch)[0] != "C"}  # fmt: skip
+    assert "·" in printed and printed <= set(PLAIN), printed - set(PLAIN)
+    assert all(v.isascii() and v != "?" for v in PLAIN.values())
+
+
 @pytest.mark.parametrize("columns", ["0", "-3", "wide"])
 def test_a_columns_variable_of_no_size_is_left_out(columns, report_db):
     """COLUMNS=0 made rich print nothing at all: `dlperf table` wrote 0 bytes, exit 0."""

@@ -20,8 +20,9 @@ from dlperf.commands.output import settle, settled
 from dlperf.errors import LEFT_OUT, OutputFailed, ProbeFailed, UsageError, out_of_memory_here
 from dlperf.vocab import ExitCode
 
+# "·" is "-", not "?": "?" marks a doubtful median
 PLAIN = {"µ": "u", "→": "->", "×": "x", "±": "+/-", "≤": "<=", "≥": ">=", "≈": "~", "—": "-", "–": "-", "…": "...",
-         "│": "|", "─": "-"}  # fmt: skip
+         "│": "|", "─": "-", "·": "-"}  # fmt: skip
 
 
 def plain(exc: UnicodeError) -> tuple[str, int]:
