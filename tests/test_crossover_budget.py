@@ -17,7 +17,8 @@ class Session:
     """Measures a cell as told: `steps` (threads -> seconds a step); past the deadline, after `within` processes,
     the first process is stopped by it and the rest stay pending, as `runner/sweep.py` does."""
 
-    def __init__(self, steps: dict[int, float], within: int) -> None:
+    def __init__(self, steps: dict[int, float], within: int, warnings: dict[int, list[str]] | None = None) -> None:
+        self.warnings = warnings or {}  # threads -> the cell's warnings
         self.spec = SimpleNamespace(frameworks=["torch"], modes=["fp32"], repeats=1)
         self.steps, self.within = steps, within
         self.workloads: dict[str, dict] = {}
@@ -41,6 +42,7 @@ class Session:
                 record.status, record.error = Status.FAILED, f"stopped: {Deadline.REASON}"
                 continue
             record.status, record.ok, record.median_s = Status.OK, True, self.steps[task.cell.threads]
+            record.warnings = self.warnings.get(task.cell.threads, [])
 
     def cells(self):
         return list(self.records.values())
@@ -56,7 +58,8 @@ def test_with_a_deadline_the_largest_count_goes_first_whole_and_the_others_withi
     # 4 threads with no deadline (the answer's step), 2 under it and stopped by it, 1 not started
     assert session.started == [(4, None), (2, DEADLINE)]
     assert threads == 4 and session.deadline is None  # the session is left as it was
-    assert notes == ["threads: 4, the fastest of 4 at batch 64; 2, 1 not measured: the budget ran out (raise --budget)"]
+    assert notes == ["threads: 4 was the only count measured at batch 64; 2 and 1 not measured: the budget ran out "
+                     "(raise --budget)"]  # fmt: skip
     cut = [c for c in session.cells() if crossover.budget_cut(c)]
     assert len(cut) == 2  # stopped and not started: neither is a failed cell (the exit code stays 0)
     assert not crossover.budget_cut(SimpleNamespace(status=Status.FAILED, error="out of memory"))
@@ -66,22 +69,31 @@ def test_the_first_count_runs_whole_even_when_the_budget_is_spent_before_it():
     session, notes = Session({1: 0.3, 2: 0.2}, within=0), []
     assert side(session, DEADLINE).best_threads([1, 2], 64, [64], None, notes) == 2
     assert session.started[0] == (2, None)
-    assert notes[0].startswith("threads: 2, the fastest of 2 at batch 64; 1 not measured: the budget ran out")
+    assert notes[0].startswith("threads: 2 was the only count measured at batch 64; 1 not measured: the budget ran out")
 
 
 def test_without_a_deadline_every_count_is_measured_in_order_as_dlperf_crossover_does():
     session, notes = Session({1: 0.3, 2: 0.1, 4: 0.2}, within=0), []
     assert side(session, None).best_threads([1, 2, 4], 64, [64], None, notes) == 2
     assert session.started == [(1, None), (2, None), (4, None)]
-    assert notes == ["threads: 2, the fastest of 1, 2, 4 at batch 64"]
+    assert notes == ["threads: 2 was fastest of 1, 2 and 4 at batch 64"]
 
 
 def test_a_fastest_count_not_told_apart_from_another_is_taken_but_said_to_tie_as_the_table_says():
     # medians of 5 steps, no 95% interval: 2% apart is within the noise (`fastest.told_apart`), 33% is not
     session, notes = Session({1: 0.3, 2: 0.2, 4: 0.196}, within=0), []
     assert side(session, None).best_threads([1, 2, 4], 64, [64], None, notes) == 4
-    assert notes == ["threads: 4, the fastest of 1, 2, 4 at batch 64, not told apart from 2: their medians within 5% "
+    assert notes == ["threads: 4 was fastest of 1, 2 and 4 at batch 64, within the noise of 2: their medians within 5% "
                      "or an IQR of each other, without 95% intervals to judge them by"]  # fmt: skip
+
+
+def test_a_fastest_count_beside_a_disturbed_cell_is_taken_but_said_unstarred_as_the_table_says():
+    # advise's "threads: 1, the fastest of 2, 1" beside the table's note that no count was starred: busy CPUs
+    busy = "other processes used 82% of the CPUs while this cell was timed"
+    session, notes = Session({1: 0.1, 2: 0.3}, within=0, warnings={1: [busy]}), []
+    assert side(session, None).best_threads([1, 2], 16, [16], None, notes) == 1
+    assert notes == ["threads: 1 was fastest of 1 and 2 at batch 16, not starred: a compared cell was disturbed (its "
+                     "note says how)"]  # fmt: skip
 
 
 def test_the_first_process_is_announced_with_its_earlier_ones_here_and_timed(monkeypatch):

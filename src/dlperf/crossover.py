@@ -37,6 +37,7 @@ from dlperf.plan.estimate import Earlier, first_process_s, known_durations
 from dlperf.predict import roofline
 from dlperf.protocol import Cell
 from dlperf.report import crossover as view
+from dlperf.report.charts import disturbances
 from dlperf.report.fastest import tie, told_apart
 from dlperf.runner import warm
 from dlperf.runner.session import Session
@@ -449,23 +450,38 @@ class CpuSide:
             errors = "; ".join(sorted({c.error or c.status.value for c in self.session.cells()}))
             raise NoCpuStep(f"the CPU measured batch {batch} at no thread count ({errors}): no crossover")
         fastest = min(measured, key=lambda c: c.median_s)
-        threads, tied = keys[fastest.key], [c for c in measured if c is not fastest and not told_apart(fastest, c)]
         opts = self.opts or Options("", flags=True)
         above = (
             f" (your batch {user_batch} is above {opts.said('max_batch', max_batch)})" if batch != user_batch else ""
         )
-        cut = [keys[c.key] for c in mine if budget_cut(c)]
-        self.cut = tuple(cut)
-        tried = [t for t in order if t not in cut]
+        self.cut = tuple(keys[c.key] for c in mine if budget_cut(c))
         more = "raise --budget" if opts.flags else "a later deadline"
-        left = f"; {', '.join(map(str, cut))} not measured: the budget ran out ({more})" if cut else ""
-        # the fastest median is taken still, not claimed told apart from those it ties with (as the table's star)
-        ties = ", ".join(str(keys[c.key]) for c in tied)
-        even = f", not told apart from {ties}: {tie([fastest, *tied])}" if tied else ""
-        notes.append(
-            f"threads: {threads}, the fastest of {', '.join(map(str, tried))} at batch {batch}{above}{even}{left}"
-        )
-        return threads
+        left = f"; {_listed(self.cut)} not measured: the budget ran out ({more})" if self.cut else ""
+        tried = sorted(t for t in order if t not in self.cut)
+        where = f" at batch {batch}{above}"
+        notes.append(f"threads: {keys[fastest.key]} {_fastest_of(fastest, measured, tried, keys, where)}{left}")
+        return keys[fastest.key]
+
+
+def _fastest_of(fastest, measured: list, tried: list[int], keys: dict, where: str) -> str:
+    """How the count taken stands among those measured, judged as `dlperf table` stars one
+    (`report.table.Row.best_cpu_column`): its lead beside a disturbed cell, or within the noise, is taken still but
+    not claimed (said "the fastest of 2, 1" where the table's note said no count was starred)."""
+    if len(tried) < 2:
+        return f"was the only count measured{where}"
+    said = f"was fastest of {_listed(tried)}{where}"
+    if any(disturbances(c) for c in measured):
+        return f"{said}, not starred: a compared cell was disturbed (its note says how)"
+    tied = [c for c in measured if c is not fastest and not told_apart(fastest, c)]
+    if tied:
+        return f"{said}, within the noise of {_listed([keys[c.key] for c in tied])}: {tie([fastest, *tied])}"
+    return said
+
+
+def _listed(items) -> str:
+    """1, 2 and 4."""
+    words = [str(i) for i in items]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def _progress(items: int):

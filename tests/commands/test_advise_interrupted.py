@@ -48,6 +48,7 @@ def test_an_interrupted_advice_ends_with_its_line_on_stderr(tmp_path, monkeypatc
     out, err = capfd.readouterr()
     assert code == ExitCode.INTERRUPTED
     assert "interrupted during the thread search" in out  # the answer's own note stays
+    assert out.strip() and not out.startswith("\n")  # the answer began with an empty line
     assert err.strip().splitlines()[-1].startswith(said), err
 
 

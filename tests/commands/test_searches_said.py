@@ -69,7 +69,7 @@ def test_advise_notes_name_a_python_callers_arguments():
     opts = advise.Options("tiny-fcn-r")
     note = as_arguments(advise.NO_EPOCH_NOTE.format("synthetic"), advise.FLAGS, opts)
     assert note.endswith("(samples=N gives your data set's size)"), note
-    quoted = "threads: 2, the fastest of 2 at batch 8; 1 not measured: the budget ran out (raise --budget)"
+    quoted = "threads: 2 was the only count measured at batch 8; 1 not measured: the budget ran out (raise --budget)"
     assert as_arguments(quoted, advise.FLAGS, opts).endswith("(raise budget_s)")
 
 

@@ -77,7 +77,7 @@ def run(args) -> int:
         stored = f"stored as {named('run', answer.runs)} (dlperf table, dlperf report)"
         stored = stored if answer.runs else "nothing measured here, nothing stored"
         priced = [n for n in [view.price_note(answer.costs)] if n]
-        print_rich("", lines=view.lines(answer), notes=[*priced, *answer.notes, stored])
+        print_rich(None, lines=view.lines(answer), notes=[*priced, *answer.notes, stored])
 
     kept = f"what it measured is stored as {named('run', answer.runs)}" if answer.runs else "nothing is stored"
     if answer.exit_code == ExitCode.INTERRUPTED and answer.runs:  # a run may hold its plan alone: counted

@@ -521,14 +521,15 @@ def _sized(table: Any, needs: list[int], full: list[int], width: int) -> Any:
 
 
 def print_rich(renderable: Any, lines: Sequence[str] = (), notes: Sequence[str] = (), width: int | None = None) -> None:
-    """A rich table, then plain lines and notes (never read as markup, control characters escaped: they hold names
-    and errors from the store); in a file, a pipe or a CI log each line whole, not folded at the log's width (a
-    resume command folded there was `run --resume --db` to grep, its path on the next line), unless $COLUMNS or
-    `width` asks for a width."""
+    """A rich table (None: none), then plain lines and notes (never read as markup, control characters escaped: they
+    hold names and errors from the store); in a file, a pipe or a CI log each line whole, not folded at the log's
+    width (a resume command folded there was `run --resume --db` to grep, its path on the next line), unless $COLUMNS
+    or `width` asks for a width."""
     from dlperf.report.format import terminal
 
     out = console(width)
-    out.print(renderable)
+    if renderable is not None:  # "" is an empty line, after a table; None: no table (advise's answer began with one)
+        out.print(renderable)
     whole = not out.is_terminal and width is None and not os.environ.get("COLUMNS", "").strip()
     for line in lines:
         out.print(terminal(line), highlight=False, markup=False, soft_wrap=whole)

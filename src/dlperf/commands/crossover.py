@@ -113,7 +113,7 @@ def run(args) -> int:
 
     def show() -> None:
         if result.answer is None:
-            print_rich("", lines=result.notes)
+            print_rich(None, lines=result.notes)
         else:
             print_answer(result.answer, result.notes, result.run_id)
         if args.plot and result.answer is not None:
