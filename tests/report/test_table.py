@@ -210,6 +210,16 @@ def test_text_view_shows_hostile_names_and_errors_escaped(capsys):
     assert "failed: @SUM(1) \\x1b[2J" in out
 
 
+def test_a_note_folded_at_the_terminals_width_keeps_its_indent(capsys):
+    """In a pty a long note's next lines began at column 0, the line before ending in a space."""
+    from dlperf.commands.common import print_rich
+
+    print_rich(None, notes=["noisy: " + ", ".join(f"tiny-fcn-r torch cpu:{i} (31%)" for i in range(6))], width=60)
+    first, *rest = capsys.readouterr().out.splitlines()
+    assert first.startswith("  note: noisy:") and rest
+    assert all(line.startswith(" " * 8) and len(line) <= 60 and line == line.rstrip() for line in [first, *rest][1:])
+
+
 def test_csv_text_that_starts_a_formula_is_quoted_for_spreadsheets():
     cells = [cell("-fcn", "cpu", 1, 1.0), cell("-fcn", "cpu", 2, 0.5), *HOSTILE_CELLS[2:]]
     rows = list(csv.reader(io.StringIO(table.render_csv(table.build(1, cells)))))

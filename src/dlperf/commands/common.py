@@ -8,6 +8,7 @@ import functools
 import itertools
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -534,7 +535,11 @@ def print_rich(renderable: Any, lines: Sequence[str] = (), notes: Sequence[str] 
     for line in lines:
         out.print(terminal(line), highlight=False, markup=False, soft_wrap=whole)
     for note in notes:
-        out.print(f"  note: {terminal(note)}", highlight=False, markup=False, soft_wrap=whole)
+        text = f"  note: {terminal(note)}"
+        if not whole:  # rich folds at column 0, a space left at each line's end: the note's lines kept under it
+            text = textwrap.fill(text, out.width, subsequent_indent=" " * 8, break_long_words=False,
+                                 break_on_hyphens=False, drop_whitespace=True)  # fmt: skip
+        out.print(text, highlight=False, markup=False, soft_wrap=whole)  # a word wider than the width: rich folds it
 
 
 def given_flags(args: argparse.Namespace, add_arguments: Callable[[argparse.ArgumentParser], None],
