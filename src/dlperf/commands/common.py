@@ -366,6 +366,7 @@ def _whole_console() -> type:
 
     class WholeConsole(Console):
         def print(self, *objects: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("crop", False)  # a table wider than the screen (`_Wider`) is printed whole, not cut
             super().print(*(whole(o) for o in objects), **kwargs)
 
     return WholeConsole
@@ -377,8 +378,9 @@ class Whole:
     each cell on one line and a text column is never narrower than its longest word (it wraps between words). Where
     even that is too wide, the table is printed in parts, each repeating the row's key columns (the leading text
     columns) with as many of the others, in order, as fit; a part still too wide (one column wider than the screen)
-    folds its cells, never an ellipsis. A table rich lays out with every figure and word whole is printed as rich
-    prints it."""
+    is printed wider than the screen (the terminal wraps its lines; a file or a pipe keeps them), never a figure or a
+    word folded, never an ellipsis. A table rich lays out with every figure and word whole is printed as rich prints
+    it."""
 
     def __init__(self, table: Any):
         self.table = table
@@ -416,6 +418,7 @@ def _column_need(table: Any, console: Any, options: Any, column: Any) -> int:
     from rich.measure import Measurement
 
     one_line = column.justify == "right" or column.no_wrap
+    options = options.update_width(1 << 16)  # a figure wider than the screen measured whole, not at the screen's width
     head = Measurement.get(console, options, column.header).minimum if table.show_header else 0
     cells = [Measurement.get(console, options, cell) for cell in column._cells]
     widest = max([m.maximum if one_line else m.minimum for m in cells], default=0)
@@ -503,12 +506,8 @@ def _sized(table: Any, needs: list[int], full: list[int], width: int) -> Any:
     import copy
     import dataclasses
 
-    room = width - table._extra_width - sum(needs)
-    widths = list(needs)
-    if room < 0:  # even one column beside the keys is wider than the screen: rich shares it out, folding
-        sized = copy.copy(table)
-        sized.columns = [dataclasses.replace(c, overflow="fold", no_wrap=False) for c in table.columns]
-        return sized
+    over = table._extra_width + sum(needs) - width
+    room, widths = max(-over, 0), list(needs)
     for i in sorted(range(len(widths)), key=lambda i: full[i] - needs[i]):
         more = min(max(full[i] - needs[i], 0), room)
         widths[i] += more
@@ -518,7 +517,19 @@ def _sized(table: Any, needs: list[int], full: list[int], width: int) -> Any:
         dataclasses.replace(c, width=w - table._get_padding_width(c._index), overflow="fold", no_wrap=False)
         for c, w in zip(table.columns, widths, strict=True)
     ]
-    return sized
+    # even one column beside the keys is wider than the screen: the part is wider too, rather than fold a figure or a
+    # name ("$0.00100-$0.0" over "0137"); the terminal wraps its lines, a file or a pipe keeps them whole
+    return sized if over <= 0 else _Wider(sized, width + over)
+
+
+class _Wider:
+    """A table rendered `width` columns wide, wider than the console."""
+
+    def __init__(self, table: Any, width: int):
+        self.table, self.width = table, width
+
+    def __rich_console__(self, console: Any, options: Any) -> Iterator[Any]:
+        yield from console.render(self.table, options.update_width(self.width))
 
 
 def print_rich(renderable: Any, lines: Sequence[str] = (), notes: Sequence[str] = (), width: int | None = None) -> None:
