@@ -406,10 +406,22 @@ class Whole:
         full = [table._measure_column(console, options, c).maximum for c in table.columns]
         groups = _column_groups(table, needs, width)
         return [
-            _sized(_part(table, group, first=n == 0, last=n == len(groups) - 1), [needs[i] for i in group],
-                   [full[i] for i in group], width)
-            for n, group in enumerate(groups)
+            *(_sized(_part(table, group, first=n == 0, last=n == len(groups) - 1), [needs[i] for i in group],
+                     [full[i] for i in group], width)
+              for n, group in enumerate(groups)),
+            *_shared(table, groups),
         ]  # fmt: skip
+
+
+def _shared(table: Any, groups: list[list[int]]) -> list[Any]:
+    """The line saying what the key columns left out of every part hold, the same on every row ("all rows: framework
+    torch"): at 40 columns `table --best` lost its workload column, said nowhere."""
+    from rich.text import Text
+
+    kept = {i for group in groups for i in group}
+    said = [f"{c.header} {c._cells[0]}" for i, c in enumerate(table.columns)
+            if i not in kept and c._cells and str(c._cells[0]).strip()]  # fmt: skip
+    return [Text(f"all rows: {', '.join(said)}")] if said else []
 
 
 def _column_need(table: Any, console: Any, options: Any, column: Any) -> int:
