@@ -87,6 +87,25 @@ def test_help_loads_no_module_only_a_command_needs():
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.parametrize("columns", ["40", "60", "80"])
+def test_help_breaks_lines_between_words_only(columns, monkeypatch):
+    """`run --help` at 60 columns broke "e.g. fp32,bf16+channels_last" as "fp3" over "2,bf16...", at 40 a path as
+    "src/d" over "lperf/...", at 80 "built-" over "in"; and the usage line listed every command, 114 columns."""
+    from dlperf.commands import NAMES, build_parser
+
+    def words(command: list[str], width: str) -> list[str]:
+        monkeypatch.setenv("COLUMNS", width)
+        parser = build_parser()
+        for name in command:
+            parser = parser._subparsers._group_actions[0].choices[name]
+        return parser.format_help().split()
+
+    for command in [[], *([name] for name in NAMES)]:
+        assert words(command, columns) == words(command, "10000"), command
+    monkeypatch.setenv("COLUMNS", columns)
+    assert max(len(line) for line in build_parser().format_usage().splitlines()) <= int(columns)
+
+
 def test_help_runs_without_a_framework():
     proc = dlperf("--help")
     assert proc.returncode == 0 and "run" in proc.stdout

@@ -39,7 +39,8 @@ def build_parser() -> Parser:
     parser.add_argument("--db", dest="db_first", metavar="DB", help="SQLite store: the command's own --db, put first")
     common = Parser(add_help=False)
     common.add_argument("--db", help="SQLite store (default: $DLPERF_DB or ./dlperf.db)")
-    sub = parser.add_subparsers(dest="command", parser_class=Parser)  # none: `main` prints the help
+    # none: `main` prints the help; COMMAND: the usage line listed all 18 names, 114 columns
+    sub = parser.add_subparsers(dest="command", parser_class=Parser, metavar="COMMAND")
     for name in NAMES:
         module = command(name)
         parents = [common] if getattr(module, "TAKES_DB", True) else []

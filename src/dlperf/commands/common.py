@@ -18,6 +18,18 @@ if TYPE_CHECKING:
     from dlperf.store import Store
 
 
+class WholeWords(argparse.HelpFormatter):
+    """argparse's help, its lines broken between words only: textwrap's default broke a token too long for the line
+    ("e.g. fp3" over "2,bf16+channels_last", "src/d" over "lperf/...") or at its hyphen ("built-" over "in")."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_long_words=False, break_on_hyphens=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
+                             break_long_words=False, break_on_hyphens=False)  # fmt: skip
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, but a bad flag is one line on stderr and exit code 2, like every other bad input, said in the
     user's words: a misspelt command, choice or option is named with the closest one there is. An option is taken
@@ -25,7 +37,7 @@ class Parser(argparse.ArgumentParser):
     abbreviation a user's script relies on would break, or change its meaning, the day a longer option begins so."""
 
     def __init__(self, *args, **kwargs):
-        super().__init__(*args, **{"allow_abbrev": False, **kwargs})
+        super().__init__(*args, **{"allow_abbrev": False, "formatter_class": WholeWords, **kwargs})
 
     def error(self, message: str):
         missing = "the following arguments are required: "
