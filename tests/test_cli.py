@@ -1,6 +1,7 @@
 """The command line: bad input is one line on stderr and exit code 2, and nothing is written."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -194,6 +195,21 @@ def test_list_says_the_data_column_is_the_published_data_set_and_runs_train_on_r
     assert "one random batch of that input's shape" in text and "--data DIR" in text
 
 
+@pytest.mark.parametrize("what", [[], ["--frameworks"], ["--parallel"]])
+def test_list_fits_the_terminal_with_a_gap_between_columns(what, capsys, monkeypatch):
+    """At 40 columns the lists printed rows of 78 to 163 characters, and `list`'s "its data" ran into its input
+    ("Penn Treebank32"): a table of columns now, wrapped between words; in a pipe one row a line."""
+    monkeypatch.setenv("COLUMNS", "40")
+    assert main(["list", *what]) == 0
+    text = capsys.readouterr().out
+    longest = max(map(len, text.split()))  # a path, a dotted name: never folded, so its column is as wide
+    assert max(len(line.rstrip()) for line in text.splitlines()) <= max(40, longest + 16), text
+    monkeypatch.delenv("COLUMNS")
+    assert main(["list", *what]) == 0
+    rows = [re.split(" {2,}", line.strip()) for line in capsys.readouterr().out.splitlines()]
+    assert what or ["lstm", "128", "Penn Treebank", "32", "10000", "6,182,672"] in rows
+
+
 def test_list_says_how_many_tiny_variants_it_leaves_out_and_the_flag_that_shows_them(capsys):
     from dlperf.workloads import BUILTIN
 
@@ -249,7 +265,8 @@ def test_list_frameworks_says_the_modes_each_backend_runs():
     assert {"cuda_graphs", "fused", "tf32"} <= set(rows["torch"]["modes"])
     text = dlperf("list", "--frameworks").stdout
     assert "each also the allocator's: malloc_keep, tcmalloc, jemalloc):\n" in text
-    assert "\n  jax         fp32, bf16\n" in text and "\n  mxnet       fp32\n" in text
+    rows = [line.split() for line in text.splitlines()]
+    assert ["jax", "fp32,", "bf16"] in rows and ["mxnet", "fp32"] in rows
 
 
 # Every numeric flag of every command, found in the parsers themselves: a new flag cannot escape these tests.

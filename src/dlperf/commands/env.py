@@ -74,18 +74,23 @@ def env_list(fmt: str) -> int:
     if fmt == "json":
         print(json.dumps([asdict(r) for r in rows], indent=2))
         return ExitCode.OK
-    print(f"data directory: {envs.data_dir()}")
+    from dlperf.commands.common import print_rich
+    from dlperf.commands.list import columns
+
+    listed = []
     for r in rows:
         if r.used == "current environment":
-            print(f"  {r.framework:<11} importable in this environment: used directly")
+            listed.append([f"  {r.framework}", "importable in this environment: used directly"])
         elif r.installed:
             versions = ", ".join(f"{k} {v}" for k, v in (r.versions or {}).items() if v)
-            print(f"  {r.framework:<11} {r.path}  ({versions}; verified {r.verified_at})")
+            listed.append([f"  {r.framework}", f"{r.path}  ({versions}; verified {r.verified_at})"])
             if r.pins_changed:
-                print(f"  {'':<11} installed with other versions than this dlperf pins: dlperf env install "
-                      f"{r.framework} updates it")  # fmt: skip
+                listed.append(["", f"installed with other versions than this dlperf pins: dlperf env install "
+                                   f"{r.framework} updates it"])  # fmt: skip
         else:
-            print(f"  {r.framework:<11} {r.reason}")
+            listed.append([f"  {r.framework}", r.reason or ""])
+    print_rich(None, lines=[f"data directory: {envs.data_dir()}"])
+    print_rich(columns(["", ""], listed))
     return ExitCode.OK
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from dlperf.commands.common import add_format, db_path
 from dlperf.vocab import ExitCode
@@ -71,31 +72,47 @@ def run(args) -> int:
         ]  # fmt: skip
         print(json.dumps(rows, indent=2))
         return ExitCode.OK
-    print(f"{'workload':<18}{'batch':>7}  {'its data':<14}{'input':<14}{'outputs':>8}{'parameters':>14}")
-    _print_rows(w for w in workloads if w.name not in published)
-    print(DATA_LINE)
-    print(f"\n{PUBLISHED_HEADING}")
-    _print_rows(w for w in workloads if w.name in published)
+    from dlperf.commands.common import print_rich
+
     left_out = [w for w in BUILTIN.values() if w.hidden and not args.all]
-    if left_out:
-        print(f"\n{plural(len(left_out), 'tiny test variant')} (tiny-*, for the tests and quick examples) not shown: "
-              "dlperf list --all lists them")  # fmt: skip
+    tiny = f"{plural(len(left_out), 'tiny test variant')} (tiny-*, for the tests and quick examples) not shown: "
+    ours = _workloads(w for w in workloads if w.name not in published)
+    print_rich(ours, lines=["", DATA_LINE, "", PUBLISHED_HEADING])
+    tail = ["", f"{tiny}dlperf list --all lists them"] if left_out else []
+    print_rich(_workloads(w for w in workloads if w.name in published), lines=tail)
     return ExitCode.OK
 
 
 PUBLISHED_HEADING = "published networks (for dlperf predict --validate)"
 DATA_LINE = (
-    "\nits data: the data set it was published with. A run trains on one random batch of that input's shape, made "
-    "once\nand reused, or reads the real files with --data DIR (dlperf data synth DIR writes them)"
+    "its data: the data set it was published with. A run trains on one random batch of that input's shape, made "
+    "once and reused, or reads the real files with --data DIR (dlperf data synth DIR writes them)"
 )
 
 
-def _print_rows(workloads) -> None:
+def columns(head: list[str], rows: list[list[str]], right: tuple[str, ...] = ()) -> Any:
+    """A list's rows as a table without lines, two spaces between its columns: printed by `print_rich`, it fits the
+    terminal (its text wrapped between words, in parts where it must), and in a pipe each row is one line to grep."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from dlperf.report.format import terminal
+
+    table = Table(box=None, pad_edge=False, header_style="bold", show_header=any(head))
+    for i, name in enumerate(head):  # the first, a row's name, never wrapped
+        table.add_column(name, justify="right" if name in right else "left", no_wrap=i == 0)
+    for row in rows:
+        table.add_row(*(Text(terminal(v)) for v in row))
+    return table
+
+
+def _workloads(workloads) -> Any:
     from dlperf.report.format import count
 
-    for w in workloads:
-        shape = "x".join(map(str, w.input.shape))
-        print(f"{w.name:<18}{w.batch:>7}  {w.data:<14}{shape:<14}{w.outputs:>8}{count(w.params):>14}")
+    rows = [[w.name, str(w.batch), w.data, "x".join(map(str, w.input.shape)), str(w.outputs), count(w.params)]
+            for w in workloads]  # fmt: skip
+    head = ["workload", "batch", "its data", "input", "outputs", "parameters"]
+    return columns(head, rows, right=("batch", "outputs", "parameters"))
 
 
 def list_frameworks(fmt: str) -> int:
@@ -106,19 +123,19 @@ def list_frameworks(fmt: str) -> int:
     if fmt == "json":
         print(json.dumps([asdict(r) | {"modes": modes[r.name]} for r in rows], indent=2))
         return ExitCode.OK
-    print(f"{'framework':<12}{'in the paper':<14}{'here':<12}version and environment / why not")
-    for r in rows:
-        here = "available" if r.available else "no"
-        where = f"{r.version or '?'} ({r.environment} environment)" if r.available else r.reason
-        print(f"{r.name:<12}{'yes' if r.paper else '':<14}{here:<12}{where}")
+    from dlperf.commands.common import print_rich
     from dlperf.frameworks.common.capabilities import ALLOCATORS
     from dlperf.modes import ROWS
 
+    listed = [[r.name, "yes" if r.paper else "", "available" if r.available else "no",
+               f"{r.version or '?'} ({r.environment} environment)" if r.available else r.reason or ""]
+              for r in rows]  # fmt: skip
     allocators = [row.mode.value for row in ROWS if row.mode in ALLOCATORS]  # in the modes table's order
-    print(f"\nthe modes each backend runs (--modes; each also the allocator's: {', '.join(allocators)}):")
-    for name, runs in modes.items():
-        if runs is not None:
-            print(f"  {name:<12}{', '.join(m for m in runs if m not in allocators)}")
+    said = f"the modes each backend runs (--modes; each also the allocator's: {', '.join(allocators)}):"
+    print_rich(columns(["framework", "in the paper", "here", "version and environment / why not"], listed),
+               lines=["", said])  # fmt: skip
+    runs = [[name, ", ".join(m for m in runs if m not in allocators)] for name, runs in modes.items() if runs]
+    print_rich(columns(["backend", "modes"], runs))
     return ExitCode.OK
 
 
@@ -186,14 +203,16 @@ def list_parallel(fmt: str) -> int:
     if fmt == "json":
         print(json.dumps([asdict(r) for r in rows], indent=2))
         return ExitCode.OK
+    from dlperf.commands.common import print_rich
+
     for r in rows:
         scalings = f"; --scaling {', '.join(r.scalings)}" if r.scalings else ""
         micro = "; --microbatches" if r.pipeline else ""
-        print(f"{r.name} ({', '.join(r.frameworks)}{scalings}{micro})")
-        print(f"  engine        {r.engine}")
-        print(f"  {'each rank' if r.processes else 'each replica':<14}{r.splits}")
         here = "measurable" + (f"; {r.needs}" if r.needs else "") if r.measurable else f"no: {r.reason}"
-        print(f"  here          {here}")
+        holds = "  each rank" if r.processes else "  each replica"
+        said = [["  engine", r.engine], [holds, r.splits], ["  here", here]]
+        print_rich(None, lines=[f"{r.name} ({', '.join(r.frameworks)}{scalings}{micro})"])
+        print_rich(columns(["", ""], said))
     return ExitCode.OK
 
 
