@@ -55,7 +55,7 @@ def test_best_marks_a_median_of_few_steps_and_gives_its_speedup_no_interval(tmp_
     few_steps_run(db)
     said = dlperf("table", "--best", "--format", "md", db=db).stdout
     lines = said.splitlines()
-    assert "| fcn-r | torch | cpu:1 | 0.100 | bf16 | 50.0 ms? | 2.00x? [no interval: a median of under 6 steps] |" \
+    assert "| fcn-r | torch | cpu:1 | 0.100 s | bf16 | 50.0 ms? | 2.00x? [no interval: a median of under 6 steps] |" \
         in lines  # fmt: skip
     assert "| fcn-r | torch | cpu:2 | 60.0 ms | fp32 | 60.0 ms | -: fp32 alone was measured |" in lines
     assert "? = fewer than 6 samples" in lines

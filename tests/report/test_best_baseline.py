@@ -32,7 +32,7 @@ def test_a_disturbed_step_is_marked_as_the_runs_table_marks_it_and_a_failed_cell
     cells = [make_cell("fcn-s", median_s=1.92, n=11, warnings=[busy]),
              make_cell("resnet-50", median_s=None, status="failed", error="worker killed by SIGKILL")]  # fmt: skip
     rows = best.build(cells, {})
-    assert best.values(rows[0])[3:6] == ["1.920?", "fp32", "1.920?"]
+    assert best.values(rows[0])[3:6] == ["1.920 s?", "fp32", "1.920 s?"]
     assert best.values(rows[1])[3:6] == ["failed", "-", "-"]
     assert best.legend(rows)[-1].startswith("? = a median not to rely on (busy CPUs")
     assert best.legend(rows)[-1].endswith("the run's table notes which)")

@@ -38,7 +38,7 @@ def test_the_paper_compares_the_fastest_reliable_cell_and_names_the_faster_distu
     assert row.ours_cpu is reliable and row.passed_over == {"cpu": disturbed}
     assert row.ratio(row.ours_cpu, row.paper_cpu) == pytest.approx(0.252 / 0.8)
     values = paper.values(row)
-    assert values[2] == "0.800 (torch cpu:2)" and "?" not in "".join(values)
+    assert values[2] == "0.800 s (torch cpu:2)" and "?" not in "".join(values)
     assert notes == ["FCN-R: jax cpu:1 was faster (0.500 s) but few samples n=4, other processes used 74%: compared "
                      "is torch cpu:2, the fastest reliable CPU cell"]  # fmt: skip
     assert paper.legend([row]) == paper.legend([])  # nothing marked, nothing to explain
@@ -54,7 +54,7 @@ def test_a_row_with_no_reliable_cell_is_marked_with_why_and_the_tables_reason():
     [row], notes = paper.compare(cells)
     assert [r.best_cpu_column() for r in table.build(1, cells).rows] == [None, None]  # the table stars none either
     assert row.ours_cpu is cells[0] and row.passed_over == {}
-    assert paper.values(row)[2:5] == ["0.877? (jax cpu:1)", "0.252 (CNTK, server CPU, 16 threads)", "0.29x?"]
+    assert paper.values(row)[2:5] == ["0.877 s? (jax cpu:1)", "0.252 s (CNTK, server CPU, 16 threads)", "0.29x?"]
     assert paper.values(row)[6] == "0.018x?"  # against the paper's GPU (0.016 s): the same mark; 0.02x had one figure
     assert notes == ["FCN-R: best CPU jax cpu:1 compared though few samples n=4, other processes used 74% (?): no "
                      "reliable CPU cell of it was measured"]  # fmt: skip
@@ -85,7 +85,7 @@ def test_the_report_and_plot_paper_mark_the_disturbed_cell():
 
     rows, notes = paper.compare([cell("jax", median=0.877, n=4, warnings=[FEW, BUSY])])
     section = _paper(rows, notes, "")
-    assert "0.877? (jax cpu:1)" in section and "0.29x?" in section and "compared though few samples n=4" in section
+    assert "0.877 s? (jax cpu:1)" in section and "0.29x?" in section and "compared though few samples n=4" in section
     chart = paper.chart(rows)
     ours = chart.series[0].points[0]
     assert ours.doubtful and "? few samples n=4, other processes used 74%" in ours.tip

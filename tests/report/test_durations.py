@@ -78,5 +78,5 @@ def test_an_interval_has_the_figures_that_tell_its_ends_apart():
     assert interval(0.189, 0.195) == "0.189 s-0.195 s"  # three figures when they suffice
     assert interval(0.45012, 0.45014) == "0.45012 s-0.45014 s"
     assert interval(2.0, 2.0) == "2.00 s"  # no width at five figures: one figure
-    assert interval(0.4501, 0.4504, table_seconds, "–") == "0.4501–0.4504"
+    assert interval(0.4501, 0.4504, table_seconds, "–") == "0.4501 s–0.4504 s"
     assert interval(0.0021, 0.00211, table_seconds, "–") == "2.10 ms–2.11 ms"

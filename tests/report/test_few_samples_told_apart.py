@@ -27,7 +27,7 @@ def test_the_table_stars_no_thread_count_on_a_1_percent_gap_between_medians_of_5
     assert row.best_cpu_column() is None and row.tied() == ["cpu:2", "cpu:1"]
     assert view.notes == [f"no fastest thread count starred in fcn-s torch (cpu:2, cpu:1): a tie, {MEDIANS}, so none "
                           "is told apart as the fastest"]  # fmt: skip
-    assert table.row_values(view, row)[3:] == ["0.500? n=5", "0.495? n=5"]  # and both marked few
+    assert table.row_values(view, row)[3:] == ["0.500 s? n=5", "0.495 s? n=5"]  # and both marked few
     apart = table.build(1, [cpu(1, 0.500), cpu(2, 0.400)])  # 25% apart: told apart on the medians alone
     assert apart.rows[0].best_cpu_column() == "cpu:2" and not apart.notes
 
@@ -75,11 +75,11 @@ def row(*entries):
 def test_the_fleet_tells_two_machines_apart_without_intervals_by_their_medians():
     far = row(machine("alpha", 0.9), machine("beta", 0.3))  # 3x apart at 4 steps each
     assert far.winner() is far.cpu["beta"]
-    assert far.verdict() == ("lstm torch: fastest on beta, 2 threads: 0.300? [no interval], 3.00x faster than alpha, "
-                             "2 threads: 0.900? [no interval]")  # fmt: skip
+    assert far.verdict() == ("lstm torch: fastest on beta, 2 threads: 0.300 s? [no interval], 3.00x faster than alpha, "
+                             "2 threads: 0.900 s? [no interval]")  # fmt: skip
     close = row(machine("alpha", 0.302), machine("beta", 0.300))
     assert close.winner() is None
-    assert close.verdict() == ("lstm torch: fastest not told apart: beta, 2 threads: 0.300? [no interval]; alpha, 2 "
-                               f"threads: 0.302? [no interval]: {MEDIANS}")  # fmt: skip
+    assert close.verdict() == ("lstm torch: fastest not told apart: beta, 2 threads: 0.300 s? [no interval]; alpha, 2 "
+                               f"threads: 0.302 s? [no interval]: {MEDIANS}")  # fmt: skip
     overlapping = row(machine("alpha", 0.31, (0.29, 0.33)), machine("beta", 0.30, (0.28, 0.32)))
     assert overlapping.verdict().endswith("overlap")  # with intervals, as before

@@ -40,9 +40,9 @@ def test_the_campaign_groups_its_machines_and_names_the_fastest_with_the_interva
     assert alpha["cpu"]["threads"] == 2 and alpha["cpu"]["median_s"] == 0.45 and alpha["gpu"] is None
     assert beta["gpu"]["median_s"] == 0.010 and beta["gpu"]["predicted"]["step_s"] == 0.0125
     assert fcn["verdict"] == ("fcn-r torch: fastest on beta · EPYC Test · NVIDIA H100 80GB HBM3, cuda:0: 10.0 ms "
-                              "[9.80 ms–10.2 ms], 45.00x faster than alpha · Xeon Test, 2 threads: 0.450 "
-                              "[0.440–0.460]")  # fmt: skip
-    assert "not told apart" in lstm["verdict"] and "0.300 [0.290–0.310]" in lstm["verdict"]
+                              "[9.80 ms–10.2 ms], 45.00x faster than alpha · Xeon Test, 2 threads: 0.450 s "
+                              "[0.440 s–0.460 s]")  # fmt: skip
+    assert "not told apart" in lstm["verdict"] and "0.300 s [0.290 s–0.310 s]" in lstm["verdict"]
 
 
 def test_text_and_markdown_show_each_machine_its_best_cpu_and_gpu_with_the_prediction(lab):
@@ -50,7 +50,7 @@ def test_text_and_markdown_show_each_machine_its_best_cpu_and_gpu_with_the_predi
     assert md.startswith("Campaign lab\n")  # was "Campaign: campaign lab"
     assert "| workload | framework | alpha · Xeon Test: best CPU | beta · EPYC Test · NVIDIA H100 80GB HBM3: best " \
            "CPU | beta · EPYC Test · NVIDIA H100 80GB HBM3: GPU |" in md  # fmt: skip
-    assert "| fcn-r | torch | 0.450 (2 threads) | 0.500 (1 thread) | 10.0 ms (cuda:0; predicted 12.5 ms on " \
+    assert "| fcn-r | torch | 0.450 s (2 threads) | 0.500 s (1 thread) | 10.0 ms (cuda:0; predicted 12.5 ms on " \
            "H100-SXM5-80GB) |" in md  # fmt: skip
     assert "- lstm torch: fastest not told apart" in md
     text = table(lab, "--runs", "1,2")  # the same runs listed
@@ -74,7 +74,7 @@ def test_a_campaign_of_one_machine_is_fine(lab):
     [alpha] = out["machines"]
     best = out["rows"][0]["machines"][alpha["label"]]["cpu"]
     assert alpha["runs"] == [1, 3] and (best["threads"], best["median_s"]) == (1, 0.8)  # run 3 measured 2 threads again
-    assert out["rows"][0]["verdict"].startswith("fcn-r torch: only alpha · Xeon Test, 1 thread: 0.800")
+    assert out["rows"][0]["verdict"].startswith("fcn-r torch: only alpha · Xeon Test, 1 thread: 0.800 s")
 
 
 def test_a_machine_that_ran_a_workload_without_a_time_says_why(tmp_path):
@@ -115,7 +115,7 @@ def test_a_disturbed_cell_keeps_its_mark_and_a_cell_without_a_time_its_status_in
                      CellFigures(status=status, error=error))  # fmt: skip
     store.close()
     text = " ".join(table(db, "--campaign", "lab").split())
-    assert "0.200? (1 thread)" in text and "gamma · EPYC Test · NVIDIA H100 80GB HBM3, 1 thread: 0.200? [" in text
+    assert "0.200 s? (1 thread)" in text and "gamma · EPYC Test · NVIDIA H100 80GB HBM3, 1 thread: 0.200 s? [" in text
     assert "? = a median not to rely on" in text and "`dlperf table --run N` names its cells' notes" in text
     every = list(csv.DictReader(io.StringIO(table(db, "--campaign", "lab", "--format", "csv"))))
     rows = [r for r in every if r["machine"].startswith("gamma")]
@@ -149,7 +149,7 @@ def test_a_cell_that_failed_where_another_thread_count_has_a_time_is_said(tmp_pa
                  CellFigures(status=Status.OK, median_s=0.6, ci_low_s=0.59, ci_high_s=0.61, n=20))  # fmt: skip
     store.close()
     text = " ".join(table(db, "--campaign", "lab").split())
-    assert "0.600 (2 threads)" in text and "fcn-r torch cpu:1 failed on gamma · EPYC Test" in text
+    assert "0.600 s (2 threads)" in text and "fcn-r torch cpu:1 failed on gamma · EPYC Test" in text
     assert text.count(killed) == 1
 
 

@@ -25,8 +25,8 @@ def test_each_cell_stands_beside_its_tools_figures_at_its_thread_count_and_the_f
     assert (gpu.fastest.tool, gpu.fastest.seconds) == ("Torch", 0.016)  # ahead of Caffe's and CNTK's 0.017
     assert notes == []
     text = paper_table.render_markdown(rows, notes)
-    assert "| fcn-r | torch | 1024 | cpu:2 | 0.500 n=10 | Torch 0.926 desktop, 0.915 server | CNTK 0.857 (server) " \
-           "| 1.85x |" in text  # fmt: skip
+    assert "| fcn-r | torch | 1024 | cpu:2 | 0.500 s n=10 | Torch 0.926 s desktop, 0.915 s server | " \
+           "CNTK 0.857 s (server) | 1.85x |" in text  # fmt: skip
     assert "arXiv:1608.07249" in text and "Lua Torch7" in text
 
 
@@ -69,7 +69,7 @@ def test_only_fp32_single_process_synthetic_cells_at_the_papers_batch_stand_besi
     assert any("only such cells stand beside it" in n for n in notes)
     assert any(n.startswith("fcn-r torch cpu:2") and "other processes" in n for n in notes)  # the table's notes
     assert "no step to stand beside the paper: fcn-r torch cpu:1 fp32 (failed)" in notes  # was no row, no word
-    assert "0.500? n=2" not in paper_table.values(rows[0]) and paper_table.values(rows[0])[4] == "1.000? n=2"
+    assert "0.500 s? n=2" not in paper_table.values(rows[0]) and paper_table.values(rows[0])[4] == "1.000 s? n=2"
     assert paper_table.values(rows[0])[-1].endswith("x?")  # the speed-up rests on that median
     assert not paper_table.values(paper_table.build([cell(threads=2)])[0][0])[-1].endswith("?")
     assert "? = a median not to rely on: fewer than 6 samples, or disturbed" in paper_table.legend(rows)[0]
@@ -108,7 +108,7 @@ def test_the_command_prints_the_view_in_every_format_and_refuses_what_it_cannot_
         store.close()
     text = dlperf("table", "--paper", db=db, env={"COLUMNS": "200"})
     assert text.returncode == 0, text.stderr
-    assert "beside Shi et al. (2016)" in text.stdout and "Torch 0.926 desktop, 0.915 server" in text.stdout
+    assert "beside Shi et al. (2016)" in text.stdout and "Torch 0.926 s desktop, 0.915 s server" in text.stdout
     assert "1.85x" in text.stdout
     rows = json.loads(dlperf("table", "--paper", "--format", "json", db=db).stdout)["rows"]
     assert [(r["threads"], r["speed_up"]) for r in rows] == [(2, 0.926 / 0.5)]
@@ -140,6 +140,7 @@ def test_a_disturbed_cell_is_marked_as_the_report_marks_it():
     timed while other processes used 69% of the CPUs read 0.88x unmarked in one, 0.88x? in the other."""
     busy = cell(threads=2, n=30, warnings=["other processes used 69% of the CPUs while this cell was timed"])
     [row], _ = paper_table.build([busy])
-    assert paper_table.values(row)[4].startswith(f"{busy.median_s:.3f}?") and paper_table.values(row)[-1].endswith("?")
+    values = paper_table.values(row)
+    assert values[4].startswith(f"{busy.median_s:.3f} s?") and values[-1].endswith("?")
     [quiet], _ = paper_table.build([cell(threads=2, n=30)])
     assert "?" not in "".join(paper_table.values(quiet)) and "?" not in paper_table.legend([quiet])[0]

@@ -211,7 +211,7 @@ def test_a_loader_cell_is_a_row_of_its_own_in_the_table_beside_its_synthetic_row
     view = table.build(1, cells)
     assert [r.mode_label for r in view.rows] == ["fp32", "fp32 · data:w2"]
     assert table.row_values(view, view.rows[0])[:3] == ["fcn-r", "torch", "fp32"]
-    assert table.row_values(view, view.rows[1])[2:] == ["fp32 · data:w2", "64", "0.120 n=20", "70.0 ms* n=20"]
+    assert table.row_values(view, view.rows[1])[2:] == ["fp32 · data:w2", "64", "0.120 s n=20", "70.0 ms* n=20"]
     assert "### Input pipeline: fcn-r torch cpu:1" in table.render_markdown(view)
     as_json = json.loads(table.render_json(view))
     assert as_json["rows"][1]["loader"] == "w2" and "loader" not in as_json["rows"][0]

@@ -59,7 +59,7 @@ def test_report_is_one_offline_file_with_every_section(tmp_path, report_db):
     charts = [attrs["data-chart"] for tag, attrs in tags.tags if tag == "figure"]
     assert charts == ["scaling-fcn-r", "scaling-script-alert-1-script", "variants-fcn-r", "gpu-speedup",
                       "utilization", "paper"]  # fmt: skip
-    assert "arXiv:1608.07249" in page and "0.252 (CNTK, server CPU, 16 threads)" in page
+    assert "arXiv:1608.07249" in page and "0.252 s (CNTK, server CPU, 16 threads)" in page
     assert "Test CPU &lt;v2&gt;" in page and "noisy: IQR is 12% of the median" in page
 
 

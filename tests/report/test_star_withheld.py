@@ -15,7 +15,7 @@ def cell(threads, median, low=None, high=None, warnings=()):
 def test_a_warm_up_that_did_not_settle_withholds_the_star_and_the_note_says_so():
     view = table.build(1, [cell(1, 1.0), cell(2, 0.6, warnings=[UNSETTLED, "noisy: IQR is 50% of the median"])])
     assert view.rows[0].best_cpu_column() is None
-    assert table.row_values(view, view.rows[0])[3:] == ["1.000 n=20", "0.600? n=20"]  # marked, as the paper view
+    assert table.row_values(view, view.rows[0])[3:] == ["1.000 s n=20", "0.600 s? n=20"]  # marked, as the paper view
     assert "no fastest thread count starred in fcn-s torch: a compared cell was disturbed (above)" in view.notes
     assert any(n.startswith("fcn-s torch cpu:2: warm-up did not settle") for n in view.notes)
     assert table.BEST_LEGEND not in table.legend(view)[0]

@@ -31,16 +31,16 @@ def test_columns_rows_and_the_best_thread_count():
     assert view.rows[0].best_cpu_column() == "cpu:2"  # the GPU is not a thread count
     assert view.rows[1].best_cpu_column() is None  # one measured CPU cell: nothing to choose between
     assert table.row_values(view, view.rows[0]) == [
-        "fcn-s", "torch", "64", "1.000 n=10", "0.600* n=10", "9.000 n=10", "30.0 ms n=10"
+        "fcn-s", "torch", "64", "1.000 s n=10", "0.600 s* n=10", "9.000 s n=10", "30.0 ms n=10"
     ]  # fmt: skip
-    assert table.row_values(view, view.rows[1]) == ["lstm", "torch", "64", "timeout", "0.500 n=10", "", ""]
+    assert table.row_values(view, view.rows[1]) == ["lstm", "torch", "64", "timeout", "0.500 s n=10", "", ""]
 
 
 def test_a_median_of_few_samples_is_flagged_in_the_cell_and_the_notes():
     # with --max-time 5 a slow model's cells had n=1 and an IQR of 0, and looked like every other result
     few = cell("resnet-18", "cpu", 1, 4.2, n=1, warnings=["few samples: the median of 1 timed step (...)"])
     view = table.build(1, [few, cell("resnet-18", "cpu", 2, 2.5)])
-    assert table.row_values(view, view.rows[0])[3:] == ["4.200? n=1", "2.500 n=10"]
+    assert table.row_values(view, view.rows[0])[3:] == ["4.200 s? n=1", "2.500 s n=10"]
     assert view.rows[0].best_cpu_column() is None  # a comparison with a one-sample median recommends nothing
     assert any(n.startswith("resnet-18 torch cpu:1: few samples") for n in view.notes)
 
@@ -51,7 +51,7 @@ def test_no_star_from_a_comparison_the_machine_disturbed_and_the_note_says_why()
     view = table.build(1, [cell("fcn-s", "cpu", 1, 0.9), cell("fcn-s", "cpu", 2, 1.1, warnings=[busy])])
     assert view.rows[0].best_cpu_column() is None
     # marked `?` as the paper view and the report mark it: read plainly, 2 threads were slower than 1
-    assert table.row_values(view, view.rows[0])[3:] == ["0.900 n=10", "1.100? n=10"]
+    assert table.row_values(view, view.rows[0])[3:] == ["0.900 s n=10", "1.100 s? n=10"]
     assert view.notes == [f"fcn-s torch cpu:2: {busy}", "no fastest thread count starred in fcn-s torch: a compared "
                           "cell was disturbed (above)"]  # fmt: skip
     quiet = table.build(1, [cell("fcn-s", "cpu", 1, 0.9), cell("fcn-s", "cpu", 2, 1.1)])
@@ -140,7 +140,7 @@ def test_a_second_mode_becomes_part_of_the_row_and_of_the_notes():
 
 def test_number_formats():
     # steps under 0.1 s in ms or µs, three significant figures (a GPU step of 2.1 ms once showed as 0.0021)
-    assert table_seconds(1.23456) == "1.235" and table_seconds(0.1) == "0.100" and table_seconds(0.004) == "4.00 ms"
+    assert table_seconds(1.23456) == "1.235 s" and table_seconds(0.1) == "0.100 s" and table_seconds(0.004) == "4.00 ms"
     assert (
         table_seconds(0.0021) == "2.10 ms" and table_seconds(0.00052) == "520 µs" and table_seconds(0.0999) == "99.9 ms"
     )
@@ -251,7 +251,7 @@ def test_a_cell_whose_loss_was_not_finite_is_marked_noted_and_never_the_best():
     ]
     view = table.build(1, cells)
     fp32 = next(r for r in view.rows if r.mode == "fp32")
-    assert table.cell_text(fp32, "cpu:2") == f"0.500{table.LOSS_MARK} n=20" and fp32.best_cpu_column() is None
+    assert table.cell_text(fp32, "cpu:2") == f"0.500 s{table.LOSS_MARK} n=20" and fp32.best_cpu_column() is None
     assert f"fcn-r torch cpu:2, fcn-r torch bf16 cpu:2: {warning}" in view.notes  # one warning, named once
     assert any(line.startswith(f"{table.LOSS_MARK} = the loss was not finite") for line in table.legend(view))
     assert json.loads(table.render_json(view))["rows"][0]["cells"]["cpu:2"]["loss_finite"] is False
@@ -392,7 +392,7 @@ def test_a_mode_that_failed_its_loss_check_is_marked_and_said_in_the_table():
     cells += [make_cell(threads=t, mode="bf16", median_s=m, n=20, loss_check=failed) for t, m in ((1, 0.4), (2, 0.2))]
     view = table.build(1, cells)
     bf16 = next(r for r in view.rows if r.mode == "bf16")
-    assert table.cell_text(bf16, "cpu:2") == f"0.200{table.LOSS_MARK} n=20" and bf16.best_cpu_column() is None
+    assert table.cell_text(bf16, "cpu:2") == f"0.200 s{table.LOSS_MARK} n=20" and bf16.best_cpu_column() is None
     assert any("loss check failed: loss 2.3 at step 2" in n and "bf16 cpu:2" in n for n in view.notes)
     assert any("failed its loss check" in line for line in table.legend(view))
     assert json.loads(table.render_json(view))["rows"][1]["cells"]["cpu:2"]["loss_ok"] is False
