@@ -143,6 +143,18 @@ def test_other_datasets_folders_written_beside_class_folders_are_not_classes(tmp
     assert found.root == tmp_path and found.classes == ["c0", "c1"] and len(found) == 2
 
 
+def test_a_class_named_as_another_dataset_that_holds_images_is_a_class(tmp_path):
+    """A class `PTB/` of PNGs (pulmonary tuberculosis) beside `Normal/` read '1 image in 1 class', PTB/ left out as
+    `dlperf data synth`'s ptb/ of text; and a `train/` beside an `MNIST/` class of images was read without a question.
+    Only such a folder that holds no image is left out: ImageFolder reads both classes, and the split is asked."""
+    images(tmp_path / "a", "Normal/a.png", "PTB/b.png", "PTB/2019/c.png", "mnist/x.gz")
+    found = imagefolder.read_imagefolder(tmp_path / "a")
+    assert found.classes == ["Normal", "PTB"] and len(found) == 3
+    assert [(str(p), i) for p, i in found.samples] == imagefolders_samples(tmp_path / "a")
+    images(tmp_path / "b", "train/n1/a.jpg", "train/n2/b.jpg", "MNIST/c.jpg")
+    one_line_error(lambda: imagefolder.read_imagefolder(tmp_path / "b"), "own folders (MNIST) hold images")
+
+
 def test_capitalised_splits_are_splits_not_two_classes(tmp_path):
     """Kaggle's `Train/` and `Test/` were read as two classes of DIR, the splits mixed: split names match whatever
     their case, as `train/` and `test/` do."""

@@ -25,11 +25,12 @@ SPLITS = ("train", "val")
 # and counted (`ImageFolder.skipped`), a class of nothing else named with what it holds.
 SUFFIXES = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 EXPECTED = [f"{FOLDER}/train/<class>/<image>.JPEG (or {', '.join(s for s in SUFFIXES if s != '.jpeg')})"]
-# the other datasets' folders `dlperf data synth DIR` writes: they hold no image, and are never one of DIR's classes
+# the other datasets' folders `dlperf data synth DIR` writes (.gz, pickles, text): one of them that holds no image is
+# none of DIR's classes; one that does is a class, as ImageFolder reads it (`PTB/`, pulmonary tuberculosis, of PNGs)
 DATASETS = (idx.FOLDER, cifar.FOLDER, ptb.FOLDER)
 # DIR's folders that are a dataset's splits or dlperf's imagenet/, never taken for DIR's own classes beside DIR/train;
 # compared lower-cased, as Kaggle's folders are `Train/` and `Test/`
-NOT_CLASSES = (FOLDER, *SPLITS, "valid", "validation", "test", *DATASETS)
+NOT_CLASSES = (FOLDER, *SPLITS, "valid", "validation", "test")
 NAMED = 3  # of DIR's own class folders, those an ambiguous DIR's line names
 
 
@@ -83,7 +84,8 @@ def folder(directory: Path, split: str = "train") -> Path:
 
 
 def _class(name: str) -> bool:
-    """Whether a folder of DIR named so may be one of DIR's own classes: not a split's nor another dataset's."""
+    """Whether a folder of DIR named so may be one of DIR's own classes: not a split's (another dataset's folder
+    holds no image, so is never one of those that hold images)."""
     return name.lower() not in NOT_CLASSES
 
 
@@ -197,9 +199,9 @@ def read_imagefolder(directory: Path, split: str = "train") -> ImageFolder:
     classes = [p for p in _entries(root) if _is(stat.S_ISDIR, _status(p))]
     if not classes:
         raise missing(root, "class folders", "an ImageNet-style folder", EXPECTED)
-    if root == directory:  # DIR's own classes: not `dlperf data synth DIR`'s mnist/, ptb/ (`no image in this class`)
-        classes = [p for p in classes if p.name.lower() not in DATASETS]
     listed = {path.name: _images(path) for path in classes}
+    if root == directory:  # DIR's own classes: not `dlperf data synth DIR`'s mnist/, ptb/ of no image; a PTB/ of images
+        listed = {name: found for name, found in listed.items() if found[0] or name.lower() not in DATASETS}
     images = {name: found for name, (found, _) in listed.items()}
     skipped = sum((others for _, others in listed.values()), Counter())
     if not any(images.values()) and root == directory:  # no imagenet/<split> nor <split>: DIR's folders held no class
