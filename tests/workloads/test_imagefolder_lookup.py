@@ -164,6 +164,20 @@ def test_capitalised_splits_are_splits_not_two_classes(tmp_path):
     one_line_error(lambda: imagefolder.read_imagefolder(tmp_path / "b"), f"both {tmp_path / 'b' / 'TRAIN'}")
 
 
+@pytest.mark.parametrize("names", [("Train", "train"), ("TRAIN", "Train"), ("IMAGENET/train", "imagenet/train")])
+def test_a_split_named_in_more_than_one_case_is_refused_naming_each(tmp_path, names):
+    """`train/{a,b}` beside `Train/{x,y,z}` was read as train/ without a word (before split names matched in any
+    case, it was refused), and `Train/` beside `TRAIN/` read whichever sorts first: which is meant is never a guess."""
+    (tmp_path / "Probe").mkdir()
+    if (tmp_path / "probe").exists():
+        pytest.skip("this file system ignores case: it holds one of the two names only")
+    (tmp_path / "Probe").rmdir()
+    first, second = (tmp_path / name.split("/")[0] for name in names)
+    images(tmp_path, *(f"{names[0]}/{c}/a.jpg" for c in "xyz"), *(f"{names[1]}/{c}/b.jpg" for c in "ab"))
+    one_line_error(lambda: imagefolder.read_imagefolder(tmp_path), f"{tmp_path}: both {first} and {second} are "
+                   f"named", "dlperf does not guess which to read", f"--data {first} reads the first")  # fmt: skip
+
+
 def test_a_folder_of_no_type_read_says_what_it_holds_and_what_is_read(tmp_path):
     """A folder of class folders of .gif only said 'no imagenet/train folder, nor class folders of images', and a
     class of only .gif 'no image in this class folder (an empty class ...)': neither said what was there."""

@@ -103,13 +103,20 @@ def _split(directory: Path, split: str) -> Path | None:
 
 
 def _named(directory: Path, name: str) -> Path:
-    """`directory/name`, or the entry of `directory` named so in another case where there is no `name` itself."""
-    if os.path.lexists(directory / name) or not directory.is_dir():
+    """The entry of `directory` named `name` in any case (`directory/name` where there is none). Where more than one
+    is (`train/` and `Train/`, `Train/` and `TRAIN/`), a UsageError naming them: which is meant is never a guess."""
+    if not directory.is_dir():
         return directory / name
     try:
         alike = sorted(p for p in directory.iterdir() if p.name.lower() == name)
     except OSError:
         return directory / name  # what cannot be listed is named when it is read
+    if len(alike) > 1:
+        both = f"{', '.join(map(str, alike[:-1]))} and {alike[-1]}"
+        more = ", and so on" if len(alike) > 2 else ""
+        raise UsageError(f"{directory}: {'both ' if len(alike) == 2 else ''}{both} are named {name} (in different "
+                         f"cases), and dlperf does not guess which to read: --data {alike[0]} reads the first, --data "
+                         f"{alike[1]} the second{more}")  # fmt: skip
     return alike[0] if alike else directory / name
 
 
