@@ -248,3 +248,21 @@ def test_a_dataset_of_another_size_is_its_data_not_its_model(tmp_path):
     result = compared(*sized)
     assert result.data == [f"jpeg-cnn: the data differs: A read 18 samples of {photos}, B read 320 samples of "
                            f"{photos}; each ratio compares the data too"]  # fmt: skip
+
+
+def test_two_names_of_one_image_folder_are_one_folder_read(tmp_path):
+    """--data goodlink (a link to good, which holds train/) against --data good/train: both runs said 'reads the
+    image folder .../good/train', and compare said 'the data differs'. The folder each read is compared (the run
+    stores --data, so a folder gone since falls back to it)."""
+    for name in ("train/n1/a.jpg", "train/n2/b.jpg"):
+        (tmp_path / "good" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "good" / name).write_bytes(b"\xff\xd8")
+    os.symlink(tmp_path / "good", tmp_path / "goodlink")
+    pa, pb = processes(1, 3, 0.1), processes(2, 3, 0.1)
+    a, b = (replace(record(builtin_cell("w0"), procs), loader="w0") for procs in (pa, pb))
+    runs = (str(tmp_path / "goodlink"), str(tmp_path / "good" / "train"))
+    assert not compare([a], [b], {a.key: pa}, {b.key: pb}, data=runs).data
+    gone = (str(tmp_path / "gone"), str(tmp_path / "gone" / "train"))
+    assert compare([a], [b], {a.key: pa}, {b.key: pb}, data=gone).data == [
+        f"tiny-alexnet-s: the data differs: A read {gone[0]}, B read {gone[1]}; each ratio compares the data too"
+    ]

@@ -74,3 +74,17 @@ def test_runs_that_read_different_data_are_said_so_with_the_command(tmp_path):
     with sqlite3.connect(db) as conn:  # a run on synthetic data: the cells both measured read no folder
         conn.execute("UPDATE runs SET spec_json = ? WHERE id = 1", (json.dumps({"repeats": 3, "data": "synthetic"}),))
     assert "different data" not in compare_hint(str(db), 2)[0]
+
+
+def test_runs_that_read_one_image_folder_by_two_names_are_not_said_to_differ(tmp_path):
+    """--data goodlink (a link to good, which holds train/) and --data good/train: both runs said they read the
+    image folder good/train, and the hint ended 'though they read different data'."""
+    db = tmp_path / "runs.db"
+    _store(db, (BASE, MACHINE), (SLOWER, MACHINE))
+    (tmp_path / "good" / "train" / "n1").mkdir(parents=True)
+    (tmp_path / "good" / "train" / "n1" / "a.jpg").write_bytes(b"\xff\xd8")
+    with sqlite3.connect(db) as conn:
+        for run_id, data in ((1, tmp_path / "good"), (2, tmp_path / "good" / "train")):
+            conn.execute("UPDATE runs SET spec_json = ? WHERE id = ?", (json.dumps({"data": str(data)}), run_id))
+        conn.execute("UPDATE cells SET loader = 'w0'")  # cells that read --data
+    assert "different data" not in compare_hint(str(db), 2)[0]

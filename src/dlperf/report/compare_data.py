@@ -1,13 +1,16 @@
 """`dlperf compare`: what data each side's cell read, apart from its model. Two runs over different data compare,
 with one line saying so: a ratio of steps that read different folders, or datasets of different sizes, measures the
 data too. A user workload records its folder and its dataset's size in its definition (`extra`); a built-in
-workload's loader cells read the run's --data DIR (its `spec.data`), which the cells themselves do not record."""
+workload's loader cells read the run's --data DIR (its `spec.data`), which the cells themselves do not record, nor
+the image folder found in it (`read_folder`)."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
+from dlperf.errors import UsageError
 from dlperf.store.records import CellRecord
 
 # where a stored user workload keeps the folder its factory read: --data DIR, or the factory's own default without it
@@ -25,11 +28,10 @@ def without_data(spec: dict[str, Any]) -> dict[str, Any]:
 def data_note(a: CellRecord, b: CellRecord, runs: tuple[str | None, str | None] = (None, None)) -> str | None:
     """One line when the two cells read different data: a user workload's --data DIR, or without it the folder its
     factory's `data_dir` defaulted to, as the run recorded it (`plan.workloads.resolve_workload`), and its dataset's
-    size; a built-in workload's loader cell, its run's --data DIR (`runs`, A's and B's: a pair over two folders was
-    compared with no word of it, where a user workload's said so). None when both read the same, or neither says."""
-    folders = [
-        _data_folder(c.workload_spec) or (_real(run) if c.loader else None) for c, run in zip((a, b), runs, strict=True)
-    ]
+    size; a built-in workload's loader cell, what it read of its run's --data DIR (`runs`, A's and B's; `loader_folder`:
+    a pair over two folders was compared with no word of it, where a user workload's said so). None when both read the
+    same, or neither says."""
+    folders = [_data_folder(c.workload_spec) or loader_folder(c, run) for c, run in zip((a, b), runs, strict=True)]
     sizes = [(c.workload_spec.get("extra") or {}).get("dataset_samples") for c in (a, b)]
     resized = all(sizes) and sizes[0] != sizes[1]
     if folders[0] == folders[1] and not resized:
@@ -51,6 +53,32 @@ def run_data(spec: dict[str, Any]) -> str | None:
 
     data = spec.get("data")
     return data if data and data not in (DATA_SYNTHETIC, DATA_DATASET) else None
+
+
+def loader_folder(cell: CellRecord, data: str | None) -> str | None:
+    """The folder a built-in workload's loader cell read of its run's --data DIR (`data`, `run_data`), None for a
+    cell without a loader: `read_folder` where it read an image folder (or its record does not say what it read)."""
+    from dlperf.workloads.datasets import imagefolder
+
+    if not cell.loader or not data:
+        return None
+    dataset = cell.data.dataset if cell.data else None
+    return read_folder(data) if dataset in (None, imagefolder.NAME) else _real(data)
+
+
+def read_folder(data: str | None) -> str | None:
+    """The image folder --data DIR reads (`imagefolder.folder`: DIR/imagenet/train, DIR/train or DIR itself),
+    links resolved: `--data goodlink` (a link to good, which holds train/) and `--data good/train` read one folder,
+    as each run said, where their --data differ. A run stores DIR, not the folder it found there: DIR itself where it
+    is gone or can no longer be read so (a folder that now holds both)."""
+    from dlperf.workloads.datasets import imagefolder
+
+    if not data:
+        return None
+    try:
+        return _real(str(imagefolder.folder(Path(data))))
+    except (UsageError, OSError):
+        return _real(data)
 
 
 def _data_folder(spec: dict[str, Any]) -> str | None:

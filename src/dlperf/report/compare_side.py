@@ -12,7 +12,7 @@ from typing import Any
 from dlperf.errors import UsageError
 from dlperf.flagtext import whole_number
 from dlperf.measure.units import plural
-from dlperf.report.compare_data import run_data
+from dlperf.report.compare_data import read_folder, run_data
 from dlperf.store.records import CellRecord, in_measured_order
 
 
@@ -215,7 +215,7 @@ def compare_hint(db: str, run_id: int) -> list[str]:
     verdict = "says whether they changed beyond the noise"
     if min(spec.get("repeats") or 1 for spec in specs) < 3:
         verdict = "compares them (measure both with --repeats 3 for a verdict beyond the noise)"
-    read = [run_data(spec) for spec in specs]  # a run on synthetic data shares no loader cell with one on a folder
+    read = [read_folder(run_data(spec)) for spec in specs]  # a run on synthetic data shares no loader cell with one
     if all(read) and read[0] != read[1]:  # their loader cells' ratios would measure the data too: said, not hidden
         verdict += f", though they read different data (run {earlier}: {read[0]}; this run: {read[1]})"
     return [f"run {earlier} measured {shared} of these cells on the same hardware too: {command} {verdict}"]

@@ -169,7 +169,7 @@ class ImageFolder(Dataset):
     class folders than the network's outputs is a UsageError naming the first beyond them (their labels would be out
     of range)."""
 
-    NAME = "ImageNet-style folder"  # what a loader cell records as its dataset
+    NAME = imagefolder.NAME  # what a loader cell records as its dataset
 
     def __init__(self, folder: imagefolder.ImageFolder, size: int, outputs: int, network: str = "the network") -> None:
         if len(folder.classes) > outputs:

@@ -19,6 +19,7 @@ from dlperf.errors import UsageError
 from dlperf.workloads.datasets import cifar, idx, malformed, missing, ptb
 
 FOLDER = "imagenet"
+NAME = "ImageNet-style folder"  # what a loader cell reading one records as its dataset (`LoaderRecord.dataset`)
 SPLITS = ("train", "val")
 # torchvision's IMG_EXTENSIONS, what its ImageFolder reads and Pillow decodes; compared lower-cased: ImageNet's own
 # files end in .JPEG. Any other file of a class folder (.gif, which ImageFolder leaves out too, notes.txt) is skipped
