@@ -65,6 +65,7 @@ def test_runs_that_read_different_data_are_said_so_with_the_command(tmp_path):
         for run_id, data in ((1, "/data/photos"), (2, "/data/more")):
             conn.execute("UPDATE runs SET spec_json = ? WHERE id = ?", (json.dumps({"repeats": 3, "data": data}),
                                                                        run_id))  # fmt: skip
+        conn.execute("UPDATE cells SET loader = 'w0'")  # cells that read --data
     [line] = compare_hint(str(db), 2)
     assert line.endswith("says whether they changed beyond the noise, though they read different data (run 1: "
                          "/data/photos; this run: /data/more)"), line  # fmt: skip
@@ -87,4 +88,23 @@ def test_runs_that_read_one_image_folder_by_two_names_are_not_said_to_differ(tmp
         for run_id, data in ((1, tmp_path / "good"), (2, tmp_path / "good" / "train")):
             conn.execute("UPDATE runs SET spec_json = ? WHERE id = ?", (json.dumps({"data": str(data)}), run_id))
         conn.execute("UPDATE cells SET loader = 'w0'")  # cells that read --data
+    assert "different data" not in compare_hint(str(db), 2)[0]
+
+
+def test_runs_that_share_only_cells_on_synthetic_data_are_not_said_to_read_different_data(tmp_path):
+    """Run 1 --loaders w0 over photos, run 2 --loaders w1 over more: they share only the step on synthetic data, and
+    `dlperf compare 1 2` rightly gave no data note, but the hint ended 'though they read different data'."""
+    db = tmp_path / "runs.db"
+    _store(db, (BASE, MACHINE), (SLOWER, MACHINE))
+    with sqlite3.connect(db) as conn:
+        for run_id, data in ((1, "/data/photos"), (2, "/data/more")):
+            conn.execute("UPDATE runs SET spec_json = ? WHERE id = ?", (json.dumps({"data": data}), run_id))
+    [line] = compare_hint(str(db), 2)
+    assert line.startswith("run 1 measured 2 of these cells") and "different data" not in line, line
+    with sqlite3.connect(db) as conn:  # one loader cell both measured ok: its ratio measures the data too
+        conn.execute("UPDATE cells SET loader = 'w0' WHERE workload = 'fcn-r'")
+    assert compare_hint(str(db), 2)[0].endswith("though they read different data (run 1: /data/photos; this run: "
+                                                "/data/more)")  # fmt: skip
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE cells SET status = 'failed' WHERE run_id = 1 AND workload = 'fcn-r'")
     assert "different data" not in compare_hint(str(db), 2)[0]

@@ -55,6 +55,17 @@ def run_data(spec: dict[str, Any]) -> str | None:
     return data if data and data not in (DATA_SYNTHETIC, DATA_DATASET) else None
 
 
+def read_apart(cells: tuple[list[CellRecord], list[CellRecord]], data: tuple[str | None, ...]) -> list[str] | None:
+    """The folders two runs (their cells, their --data: `run_data`) read where a loader cell both measured ok read
+    different ones: a pair sharing only cells on synthetic data read neither --data, so theirs is no difference."""
+    later = {c.key: c for c in cells[1] if c.ok and c.loader}
+    for cell in (c for c in cells[0] if c.ok and c.key in later):
+        read = [loader_folder(c, run) for c, run in zip((cell, later[cell.key]), data, strict=True)]
+        if all(read) and read[0] != read[1]:
+            return read
+    return None
+
+
 def loader_folder(cell: CellRecord, data: str | None) -> str | None:
     """The folder a built-in workload's loader cell read of its run's --data DIR (`data`, `run_data`), None for a
     cell without a loader: `read_folder` where it read an image folder (or its record does not say what it read)."""

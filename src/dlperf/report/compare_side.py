@@ -12,7 +12,7 @@ from typing import Any
 from dlperf.errors import UsageError
 from dlperf.flagtext import whole_number
 from dlperf.measure.units import plural
-from dlperf.report.compare_data import read_folder, run_data
+from dlperf.report.compare_data import read_apart, run_data
 from dlperf.store.records import CellRecord, in_measured_order
 
 
@@ -193,7 +193,8 @@ def measured_before(store, run_id: int) -> tuple[int, int] | None:
 
 def compare_hint(db: str, run_id: int) -> list[str]:
     """A line naming the earlier run of this machine that measured cells of this one, and the command that compares
-    them (`measured_before`); none for a first run."""
+    them (`measured_before`), and where a loader cell both measured read different folders, which (`read_apart`);
+    none for a first run."""
     import shlex
 
     from dlperf.store import Store
@@ -203,7 +204,7 @@ def compare_hint(db: str, run_id: int) -> list[str]:
         store = Store.open(db, create=False)
         try:
             found = measured_before(store, run_id)
-            specs = [] if found is None else [store.run(i).spec for i in (found[0], run_id)]
+            runs = [] if found is None else [(store.run(i).spec, store.cells(i)) for i in (found[0], run_id)]
         finally:
             store.close()
     except (UsageError, OSError):  # a store gone or busy since (StoreFault is a UsageError): the run's line alone
@@ -213,10 +214,10 @@ def compare_hint(db: str, run_id: int) -> list[str]:
     earlier, shared = found
     command = f"{program()} {shlex.join(['compare', str(earlier), str(run_id), *db_words(db)])}"
     verdict = "says whether they changed beyond the noise"
-    if min(spec.get("repeats") or 1 for spec in specs) < 3:
+    if min(spec.get("repeats") or 1 for spec, _ in runs) < 3:
         verdict = "compares them (measure both with --repeats 3 for a verdict beyond the noise)"
-    read = [read_folder(run_data(spec)) for spec in specs]  # a run on synthetic data shares no loader cell with one
-    if all(read) and read[0] != read[1]:  # their loader cells' ratios would measure the data too: said, not hidden
+    # their loader cells' ratios would measure the data too: said, not hidden
+    if read := read_apart((runs[0][1], runs[1][1]), tuple(run_data(spec) for spec, _ in runs)):
         verdict += f", though they read different data (run {earlier}: {read[0]}; this run: {read[1]})"
     return [f"run {earlier} measured {shared} of these cells on the same hardware too: {command} {verdict}"]
 
