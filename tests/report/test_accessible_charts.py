@@ -100,3 +100,17 @@ def test_a_saved_chart_is_titled_in_its_metadata_by_what_it_shows(tmp_path, fmt)
         from PIL import Image
 
         assert Image.open(out).text["Title"] == title
+
+
+def test_a_predicted_series_is_dashed_in_the_legend_as_in_the_chart():
+    """Each legend entry of a chart of lines was a new line with no style: the crossover's "T4, predicted", drawn
+    dashed, was solid in its legend (its caption: "dashed: predicted")."""
+    measured = Series("cpu", [Point(b, 0.01 * b) for b in (1, 2, 4)])
+    predicted = Series("T4, predicted", [Point(b, 0.002 * b) for b in (1, 2, 4)], dashed=True)
+    chart = Chart("crossover-x", "lines", "x: when a GPU pays", "batch", "seconds", [measured, predicted])
+    fig, ax = drawn(chart)
+    try:
+        legend = {h.get_label(): h.get_linestyle() for h in ax.get_legend().legend_handles}
+        assert legend == {"cpu": "-", "T4, predicted": "--"}
+    finally:
+        figures._pyplot().close(fig)

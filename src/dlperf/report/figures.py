@@ -190,7 +190,8 @@ def _legend_under_title(ax, title: str, handles: list, most: int | None = None, 
 
 
 def _handles(ax, chart: Chart, colors: dict) -> list:
-    """The legend's entries: the series drawn, then the ideal line's and a doubtful point's where there are any."""
+    """The legend's entries: the series drawn (a predicted series' line dashed, as drawn), then the ideal line's and a
+    doubtful point's where there are any."""
     handles, labels = ax.get_legend_handles_labels()
     if chart.doubt and chart.kind in ("bars", "hbars") and not dots(chart):  # a first bar may be hatched: its colour
         from matplotlib.patches import Patch
@@ -199,9 +200,10 @@ def _handles(ax, chart: Chart, colors: dict) -> list:
     if dots(chart) or chart.kind == "lines":  # a first point may be hollow: its entry is its marker, filled
         from matplotlib.lines import Line2D
 
+        dashed = {s.label for s in chart.series if s.dashed and not dots(chart)}  # a prediction's line: dashed too
         handles = [Line2D([], [], marker=marker(colors, label), ms=7, lw=2.5 if dots(chart) else 1.5,
-                          color=colors.get(label, "grey"), label=label) if label in colors else handle
-                   for handle, label in zip(handles, labels, strict=True)]  # fmt: skip
+                          ls="--" if label in dashed else "-", color=colors.get(label, "grey"), label=label)
+                   if label in colors else handle for handle, label in zip(handles, labels, strict=True)]  # fmt: skip
     if any(s.ideal for s in chart.series):
         from matplotlib.lines import Line2D
 
