@@ -114,3 +114,21 @@ def test_a_predicted_series_is_dashed_in_the_legend_as_in_the_chart():
         assert legend == {"cpu": "-", "T4, predicted": "--"}
     finally:
         figures._pyplot().close(fig)
+
+
+def test_a_ninth_to_a_seventeenth_series_have_colours_of_their_own_in_the_chart_and_its_legend():
+    """Okabe and Ito's eight colours cycled: the ninth bar of a chart (bf16+compile) was fp32's blue, its legend patch
+    too (tab10 then tab20 had given twenty colours)."""
+    from matplotlib.colors import to_hex
+
+    modes = [f"mode{i}" for i in range(17)]
+    series = [Series(m, [Point(c, 0.1 * (i + 1)) for c in ("cpu:1", "cpu:2")]) for i, m in enumerate(modes)]
+    chart = Chart("variants-x", "bars", "x: by mode", "", "seconds", series, categories=["cpu:1", "cpu:2"])
+    colours = list(figures.palette([chart]).values())
+    assert len(set(colours)) == 17 and not set(colours[8:]) & set(colours[:8])
+    fig, ax = drawn(chart)
+    try:
+        patches = [to_hex(h.get_facecolor()) for h in ax.get_legend().legend_handles]
+        assert len(set(patches)) == 17
+    finally:
+        figures._pyplot().close(fig)

@@ -2,17 +2,23 @@
 they are still told apart in grey, in print and with any colour vision.
 
 A series' colour is Okabe and Ito's palette, made for colour-blind readers (red and green, the deuteranopia pair of
-tab10's fp32, fused and bf16, are not both in it), and its marker one of `MARKERS`, both by the series' place in
-`palette`'s order: `torch bf16` has one colour and one shape in every chart of a report. A stacked bar's parts keep
-the profile's category colours and carry their share written on them where it fits (`segment_labels`).
+tab10's fp32, fused and bf16, are not both in it), past eight series Paul Tol's 'muted', and its marker one of
+`MARKERS`, both by the series' place in `palette`'s order: `torch bf16` has one colour and one shape in every chart of
+a report. A stacked bar's parts keep the profile's category colours and carry their share written on them where it
+fits (`segment_labels`).
 """
 
 from __future__ import annotations
 
 # Okabe & Ito (2008), "Color Universal Design": blue, orange, bluish green, vermillion, reddish purple, sky blue,
 # black, yellow (last: faint on white). Their greys differ too, so that a chart printed in grey keeps them apart.
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
-# one shape a series, so that two series of like colour (or a ninth series, its colour the first's again) differ
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
+# Paul Tol's colour-blind-safe 'muted' set (its grey, his "bad data", left out): indigo, rose, green, wine, olive,
+# purple, teal, cyan, sand. After Okabe and Ito's eight, so that a ninth to a seventeenth series have colours of their
+# own: a ninth bar was the first's blue again, its legend patch too (tab10 then tab20 had given twenty)
+TOL_MUTED = ("#332288", "#CC6677", "#117733", "#882255", "#999933", "#AA4499", "#44AA99", "#88CCEE", "#DDCC77")
+PALETTE = OKABE_ITO + TOL_MUTED
+# one shape a series, so that two series of like colour (or an eighteenth series, its colour the first's) differ
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 SEGMENT = "_segment"  # a part's written share (`segment_labels`): underscored, it has no legend entry
 
