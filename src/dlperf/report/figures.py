@@ -484,8 +484,10 @@ def _legend_width(chart: Chart) -> float:
 
 
 def svg(chart: Chart, colors: dict, prefix: str) -> tuple[str, int]:
-    """The chart as an inline `<svg>` element titled by the chart's title, every tagged element carrying its hover
-    text as its name too, focusable, and how many are."""
+    """The chart as an inline `<svg>` element, every tagged element carrying its hover text as its name too,
+    focusable, and how many are. It has no `<title>` of its own (a saved file's, `save`): the report names it
+    (`html._figure`), and the script that takes each point's `<title>` away would leave the chart's to show as a
+    native tooltip over the point's."""
     plt = _pyplot()
     tips: dict[str, str] = {}
 
@@ -501,7 +503,8 @@ def svg(chart: Chart, colors: dict, prefix: str) -> tuple[str, int]:
             tilt_crowded(fig)
             figure_style.segment_labels(fig)
             buf = io.StringIO()
-            fig.savefig(buf, format="svg", metadata={"Date": None, "Title": chart.title})  # its <title>: its name
+            # no <title>: its aria-label names it (a <title> was its name twice, and a native tooltip over each point)
+            fig.savefig(buf, format="svg", metadata={"Date": None})
         finally:
             plt.close(fig)
     text = buf.getvalue()

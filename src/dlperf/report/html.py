@@ -83,8 +83,9 @@ def render(data: Loaded, at: Path | None = None, campaign: Fleet | None = None) 
 
 
 def _figure(chart: Chart, colors: dict, prefix: str) -> str:
-    """A chart and its caption. Its `<svg>` is a group named by its title (and its `<title>`), not an image: an image's
-    parts are hidden from a screen reader, and each point's text is its name (`figures.svg`)."""
+    """A chart and its caption. Its `<svg>` is a group named by its title (its aria-label only: a `<title>` too was
+    heard as its description, the name again), not an image: an image's parts are hidden from a screen reader, and
+    each point's text is its name (`figures.svg`)."""
     svg, tagged = figures.svg(chart, colors, prefix)
     named = escape(f"Chart: {chart.title}" + (f" ({plural(tagged, 'point')}, each focusable)" if tagged else ""), True)
     svg = svg.replace("<svg ", f'<svg role="group" aria-label="{named}" ', 1)
