@@ -4,6 +4,7 @@ failed on the tree before the fix it guards (tab10's blue, green and red for fp3
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -132,3 +133,19 @@ def test_a_ninth_to_a_seventeenth_series_have_colours_of_their_own_in_the_chart_
         assert len(set(patches)) == 17
     finally:
         figures._pyplot().close(fig)
+
+
+def test_a_name_that_reads_as_an_id_is_drawn_and_hovered_as_typed():
+    """Each chart's ids were prefixed over the whole SVG, text and hover texts too: a category `a id="patch_1"` was
+    drawn `a id="c0-patch_1"`, its hover `url(#c0-patch_1)`."""
+    import html as markup
+
+    name, tip = 'a id="patch_1"', 'a id="patch_1" url(#patch_1) href="#patch_1"'
+    chart = Chart("variants-x", "bars", "x: by mode", "", "seconds", [Series("fp32", [Point(name, 0.1, tip=tip)])],
+                  categories=[name])  # fmt: skip
+    text, tagged = figures.svg(chart, figures.palette([chart]), "c0")
+    assert tagged == 1 and ' id="c0-patch_1"' in text  # matplotlib's own patch_1 still prefixed
+    drawn_text = {markup.unescape(t) for t in re.findall(r"<text\b[^>]*>([^<]*)</text>", text)}
+    assert name in drawn_text
+    (said,) = re.findall(r'data-tip="([^"]*)"', text)
+    assert markup.unescape(said) == tip and "c0-" not in said

@@ -509,6 +509,7 @@ def svg(chart: Chart, colors: dict, prefix: str) -> tuple[str, int]:
             plt.close(fig)
     text = buf.getvalue()
     text = text[text.index("<svg") :]  # drop the XML prolog and DOCTYPE: the SVG lives inside an HTML document
+    text = own_ids(text, prefix)  # before the hover texts: a name in them is text, not an id
     for gid, tip_text in tips.items():
         quoted = html.escape(tip_text, quote=True).replace("\n", "&#10;")
         opening = f'<g id="{gid}">'
@@ -517,17 +518,18 @@ def svg(chart: Chart, colors: dict, prefix: str) -> tuple[str, int]:
         # a point a keyboard reaches, named by its text (the script takes its <title> away, not its name)
         named = f'class="tip" data-tip="{quoted}" tabindex="0" role="img" aria-label="{quoted}"'
         text = text.replace(opening, f'<g id="{gid}" {named}><title>{quoted}</title>', 1)
-    return own_ids(text, prefix), len(tips)
+    return text, len(tips)
 
 
 def own_ids(text: str, prefix: str) -> str:
     """Every id of one chart's SVG, and every reference to one (`url(#id)`, `href="#id"`), prefixed with the chart's
     own: matplotlib names its groups alike in every figure (figure_1, axes_1, line2d_1, ...), so that two charts in one
     page shared some 55 ids (invalid HTML, and a reference could reach the other chart's). Its tagged groups, named
-    `prefix-N` already, are kept."""
-    ids = {i for i in re.findall(r' id="([^"]+)"', text) if not i.startswith(f"{prefix}-")}
+    `prefix-N` already, are kept. Only tags are read and rewritten: a category named `a id="patch_1"` is drawn so."""
+    tags = re.findall(r"<[^>]+>", text)  # an attribute's < and > escaped by matplotlib: a tag ends at its first >
+    ids = {i for tag in tags for i in re.findall(r' id="([^"]+)"', tag) if not i.startswith(f"{prefix}-")}
     renamed = lambda m: m[1] + (f"{prefix}-{m[2]}" if m[2] in ids else m[2])  # noqa: E731
-    return re.sub(r'( id="|url\(#|href="#)([^")]+)', renamed, text)
+    return re.sub(r"<[^>]+>", lambda tag: re.sub(r'( id="|url\(#|href="#)([^")]+)', renamed, tag[0]), text)
 
 
 def save(charts: list[Chart], path: str | Path, dpi: int = 150, where: str = "", width: float | None = None) -> None:
