@@ -149,3 +149,21 @@ def test_a_name_that_reads_as_an_id_is_drawn_and_hovered_as_typed():
     assert name in drawn_text
     (said,) = re.findall(r'data-tip="([^"]*)"', text)
     assert markup.unescape(said) == tip and "c0-" not in said
+
+
+def test_a_doubtful_points_legend_entry_has_its_shape_or_says_any_hollow_marker():
+    """The legend's entry for a doubtful point was a hollow circle whatever the point's shape: a doubtful bf16 point
+    was a hollow square beside it."""
+
+    def entry(doubtful: set[str]):
+        series = [Series(m, [Point(b, 0.01 * b * (i + 1), doubtful=m in doubtful and b == 2) for b in (1, 2, 4)])
+                  for i, m in enumerate(("fp32", "bf16"))]  # fmt: skip
+        chart = Chart("scaling-x", "lines", "x: thread scaling", "threads", "seconds", series, doubt="busy")
+        fig, ax = drawn(chart)
+        try:
+            return [(h.get_marker(), h.get_label()) for h in ax.get_legend().legend_handles][-1]
+        finally:
+            figures._pyplot().close(fig)
+
+    assert entry({"bf16"}) == (MARKERS[1], "? busy")  # bf16's square
+    assert entry({"fp32", "bf16"}) == ("o", "hollow marker, ?: busy")  # a circle and a square: said, not drawn

@@ -209,17 +209,32 @@ def _handles(ax, chart: Chart, colors: dict) -> list:
 
         handles.append(Line2D([], [], ls="--", color="grey", label="ideal scaling"))
     if chart.doubt and chart.kind != "stacked" and any(p.doubtful for p in chart.points):  # stacked: under its axis
-        handles.append(_doubt_handle(chart))
+        handles.append(_doubt_handle(chart, colors))
     return handles
 
 
-def _doubt_handle(chart: Chart):
-    """The legend's entry for a doubtful point: a hollow marker, or a hatched bar, named by the chart's `doubt`."""
-    label = f"{DOUBT_MARK} {chart.doubt}"
+def _doubted(chart: Chart) -> list[str]:
+    """The series with a doubtful point, in order."""
+    return [s.label for s in chart.series if not s.ideal and any(p.doubtful for p in s.points)]
+
+
+def _doubt_label(chart: Chart) -> str:
+    """A doubtful point's legend entry: named by the chart's `doubt`, said to be any hollow marker where points of
+    several series (of several shapes) are doubtful, its one shape not theirs."""
+    several = (chart.kind == "lines" or dots(chart)) and len(_doubted(chart)) > 1
+    return f"hollow marker, {DOUBT_MARK}: {chart.doubt}" if several else f"{DOUBT_MARK} {chart.doubt}"
+
+
+def _doubt_handle(chart: Chart, colors: dict):
+    """The legend's entry for a doubtful point: a hollow marker (its series' shape: a doubtful bf16 point's square,
+    not always a circle), or a hatched bar, named by `_doubt_label`."""
+    label = _doubt_label(chart)
     if chart.kind == "lines" or dots(chart):
         from matplotlib.lines import Line2D
 
-        return Line2D([], [], marker="o", ls="", ms=6, mfc="white", color="grey", label=label)
+        shapes = {marker(colors, s) for s in _doubted(chart)}
+        shape = shapes.pop() if len(shapes) == 1 else "o"
+        return Line2D([], [], marker=shape, ls="", ms=6, mfc="white", color="grey", label=label)
     from matplotlib.patches import Patch
 
     return Patch(facecolor="white", edgecolor="grey", hatch=HATCH, label=label)
@@ -444,7 +459,7 @@ def _entries(chart: Chart) -> list[str]:
     """The legend's entries' labels, as `_handles` makes them."""
     labels = [s.label for s in chart.series if not s.ideal] + list(chart.marks)
     labels += ["ideal scaling"] * any(s.ideal for s in chart.series)
-    return labels + [f"{DOUBT_MARK} {chart.doubt}"] * any(p.doubtful for p in chart.points) * bool(chart.doubt)
+    return labels + [_doubt_label(chart)] * any(p.doubtful for p in chart.points) * bool(chart.doubt)
 
 
 def _columns_in(chart: Chart, inches: float) -> int:
