@@ -167,3 +167,29 @@ def test_a_doubtful_points_legend_entry_has_its_shape_or_says_any_hollow_marker(
 
     assert entry({"bf16"}) == (MARKERS[1], "? busy")  # bf16's square
     assert entry({"fp32", "bf16"}) == ("o", "hollow marker, ?: busy")  # a circle and a square: said, not drawn
+
+
+def contrast_on_white(colour: str) -> float:
+    return 1.05 / (luminance(colour) + 0.05)
+
+
+@pytest.mark.parametrize("kind", ["lines", "bars"])
+def test_every_question_mark_is_legible_on_white_and_the_first_five_series_colours_are_seen(kind):
+    """The "?" beside a doubtful point or bar was in its series' colour: yellow 1.3:1 on white, orange and sky blue
+    2.3:1 (text needs 4.5:1). And orange was a second series' colour, under WCAG 1.4.11's 3:1 for graphics."""
+    from matplotlib.colors import to_hex
+
+    modes = [f"mode{i}" for i in range(17)]
+    xs = (1, 2) if kind == "lines" else ("cpu:1", "cpu:2")
+    series = [
+        Series(m, [Point(x, 0.1 * (i + 1), doubtful=n == 1) for n, x in enumerate(xs)]) for i, m in enumerate(modes)
+    ]
+    chart = Chart("variants-x", kind, "x: by mode", "", "seconds", series, doubt="busy",
+                  categories=list(xs) if kind == "bars" else [])  # fmt: skip
+    fig, ax = drawn(chart)
+    try:
+        marks = [to_hex(t.get_color()) for t in ax.texts if t.get_text() == "?"]
+    finally:
+        figures._pyplot().close(fig)
+    assert len(marks) == 17 and min(map(contrast_on_white, marks)) >= 4.5
+    assert min(contrast_on_white(c) for c in PALETTE[:5]) >= 3.0

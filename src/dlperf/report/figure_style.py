@@ -10,13 +10,14 @@ fits (`segment_labels`).
 
 from __future__ import annotations
 
-# Okabe & Ito (2008), "Color Universal Design": blue, orange, bluish green, vermillion, reddish purple, sky blue,
-# black, yellow (last: faint on white). Their greys differ too, so that a chart printed in grey keeps them apart.
-OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
-# Paul Tol's colour-blind-safe 'muted' set (its grey, his "bad data", left out): indigo, rose, green, wine, olive,
-# purple, teal, cyan, sand. After Okabe and Ito's eight, so that a ninth to a seventeenth series have colours of their
-# own: a ninth bar was the first's blue again, its legend patch too (tab10 then tab20 had given twenty)
-TOL_MUTED = ("#332288", "#CC6677", "#117733", "#882255", "#999933", "#AA4499", "#44AA99", "#88CCEE", "#DDCC77")
+# Okabe & Ito (2008), "Color Universal Design": blue, vermillion, bluish green, reddish purple, black, then the three
+# under WCAG 1.4.11's 3:1 on white (orange 2.3, sky blue 2.3, yellow 1.3), so that a chart of up to five series has
+# none of them. Their greys differ too, so that a chart printed in grey keeps them apart.
+OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#000000", "#E69F00", "#56B4E9", "#F0E442")
+# Paul Tol's colour-blind-safe 'muted' set (its grey, his "bad data", left out): indigo, wine, green, purple, rose,
+# olive, then teal, cyan and sand (under 3:1). After Okabe and Ito's eight, so that a ninth to a seventeenth series
+# have colours of their own: a ninth bar was the first's blue again, its legend patch too (tab10 then tab20 gave 20)
+TOL_MUTED = ("#332288", "#882255", "#117733", "#AA4499", "#CC6677", "#999933", "#44AA99", "#88CCEE", "#DDCC77")
 PALETTE = OKABE_ITO + TOL_MUTED
 # one shape a series, so that two series of like colour (or an eighteenth series, its colour the first's) differ
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
