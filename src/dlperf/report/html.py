@@ -6,7 +6,9 @@ its way into the page, and the tooltip script sets text, never markup.
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
@@ -229,12 +231,18 @@ def _row_heads(values: list[str]) -> list[str]:
 def _table(cls: str, caption: str, head: str, rows: list[str]) -> str:
     """A table named by its caption (in a screen reader's list of tables; its section's heading says it on screen),
     in a box that scrolls across on its own where the page is narrower than it (a phone, 400% zoom): the page no
-    wider than the screen, and a keyboard scrolls the box once it has the focus."""
-    named = escape(caption, quote=True)
+    wider than the screen. The script makes a box that overflows a region a keyboard scrolls once it has the focus,
+    named by the caption's id (`_caption_ids`); every box a tab stop named twice over was one too many."""
     return (
-        f'<div class="wide" tabindex="0" role="region" aria-label="{named}"><table class="{cls}"><caption '
-        f'class="sr">{escape(caption)}</caption><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table></div>'
+        f'<div class="wide"><table class="{cls}"><caption class="sr">{escape(caption)}</caption><thead>{head}</thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
+
+
+def _caption_ids(body: str) -> str:
+    """Each table's caption given an id of its own, in the page's order: what its box's name refers to."""
+    numbered = itertools.count(1)
+    return re.sub(r'<caption class="sr">', lambda _: f'<caption class="sr" id="caption-{next(numbered)}">', body)
 
 
 def _pipeline(groups: list[pipeline.Group], drawn: dict[str, str]) -> str:
@@ -499,7 +507,7 @@ def _page(data: Loaded, sections: list[Section], n_charts: int, out: int = 0, ca
         summary = f"{campaign.name[:1].upper()}{campaign.name[1:]}: {machines} side by side, then {summary}"
     title = f"{campaign.name} ({plural(len(campaign.machines), 'machine')})" if campaign else f"run {ids}"
     nav = "".join(f'<a href="#{s.id}">{escape(s.title)}</a>' for s in sections)
-    body = "".join(f'<section id="{s.id}"><h2>{escape(s.title)}</h2>{s.body}</section>' for s in sections)
+    body = _caption_ids("".join(f'<section id="{s.id}"><h2>{escape(s.title)}</h2>{s.body}</section>' for s in sections))
     generated = datetime.now(UTC).isoformat(timespec="seconds")
     return f"""<!doctype html>
 <html lang="en">

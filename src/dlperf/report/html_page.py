@@ -52,5 +52,18 @@ SCRIPT = """
     el.addEventListener("focus", function () { var r = el.getBoundingClientRect(); show(el, r.right, r.top); });
     el.addEventListener("blur", hide);
   });
+  // a table wider than its box: a tab stop a keyboard scrolls, a region named by its caption; none where it fits
+  function scrollable() {
+    document.querySelectorAll("div.wide").forEach(function (box) {
+      var caption = box.querySelector("caption");
+      if (box.scrollWidth > box.clientWidth && caption) {
+        box.tabIndex = 0; box.setAttribute("role", "region"); box.setAttribute("aria-labelledby", caption.id);
+      } else {
+        box.removeAttribute("tabindex"); box.removeAttribute("role"); box.removeAttribute("aria-labelledby");
+      }
+    });
+  }
+  scrollable();
+  window.addEventListener("resize", scrollable);
 })();
 """
