@@ -1,5 +1,5 @@
-"""`dlperf run --ray` interrupted before any node began (commands/run.py, fleet.py), without a cluster: what is kept
-and how to go on said as a later interrupt says it, never a bare "dlperf: interrupted"."""
+"""`dlperf run --ray` interrupted before any node began (commands/run_fleet.py, fleet.py), without a cluster: what is
+kept and how to go on said as a later interrupt says it, never a bare "dlperf: interrupted"."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from dlperf import fleet
-from dlperf.commands.run import run_fleet
+from dlperf.commands.run_fleet import run_fleet
 from dlperf.store import Store
 from test_fleet_lost import lost_sweep
 from test_ray import NODES

@@ -393,7 +393,7 @@ def test_the_drivers_answer_or_error_comes_back_from_its_process(tmp_path):
 
 def test_an_interrupted_sweep_says_what_its_runs_keep_not_finished_cells(monkeypatch, capsys):
     """'finished cells are stored in runs 1, 2, 3' was said of a sweep stopped before any process ended."""
-    from dlperf.commands.run import run_fleet
+    from dlperf.commands.run_fleet import run_fleet
 
     monkeypatch.setattr(fleet, "check_flags", lambda args: None)
     monkeypatch.setattr(fleet, "run", lambda args, argv, db: (130, [1, 2]))

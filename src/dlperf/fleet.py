@@ -41,7 +41,7 @@ from dlperf.fleet_node import (
     node_argv,
     unfinished,
 )
-from dlperf.fleet_watch import RayLog, elsewhere, ended_raylet, note_raylet, watched
+from dlperf.fleet_watch import RayLog, elsewhere, ended_raylet, note_raylet, say_own_node_ended, watched
 from dlperf.measure.units import agreeing, named
 from dlperf.report.fleet import RAY_ORIGIN as ORIGIN  # a fleet run's origin: ray:NODE_ID
 from dlperf.report.fleet import machine_label, ray_node
@@ -232,6 +232,7 @@ def follow(ray, store: Store, nodes: list[Node], address: str, log: RayLog | Non
         reachable = False  # nothing to close: the actors ended with it
         return cut_off(store, nodes, address, exc, log)
     finally:
+        lifeline.settle()  # the sweep is over: its cleanup, to Ray's shutdown, is not cut short (`_driver`)
         if reachable:
             _close(ray, nodes)
     own = ended_raylet(raylet) if any(n.died for n in nodes) else None
@@ -368,20 +369,6 @@ def say_lost(store: Store, node: Node, address: str) -> None:
           "lives on, else as a run of a live node of its kind", file=sys.stderr)  # fmt: skip
 
 
-def say_own_node_ended(store: Store, lost: list[Node], address: str, pid: int) -> None:
-    """The raylet of this machine's node (`pid`) ended while the driver lived on (Ray does not always end the driver
-    itself, `fleet_watch`): Ray takes the driver for dead with its node and ends every actor it owns, so the nodes'
-    sweeps stopped, a node that is alive among them; one line, not a node said gone down that is not."""
-    runs = [n.run_id for n in lost if n.run_id is not None]
-    kept = "nothing of them is stored"
-    if runs:
-        kept = f"{named('run', runs)} {agreeing(len(runs), 'keeps what it', 'keep what they')} stored"
-    nodes, resume = ", ".join(n.info.where() for n in lost), ray_resume_command(address, store.path)
-    print(f"dlperf: the raylet of the Ray node this machine is attached to (pid {pid}) has ended, and Ray stopped "
-          f"this sweep's actors with it, on {nodes}, alive or not; {kept}. `{resume}` goes on once this machine is a "
-          "node again (ray start), or from outside over ray://", file=sys.stderr)  # fmt: skip
-
-
 def failed(node: Node) -> bool:
     """A node's sweep that ended in an error of its own, not in cells that failed (exit 1: its table shows them)."""
     return node.exit not in (0, None) and (node.run_id is None or node.exit != 1)
@@ -431,15 +418,16 @@ def run(args, argv: list[str], db: str) -> tuple[int, list[int]]:
 
 def _driver(args, argv: list[str], db: str, wanted: tuple[str, str] | None, temp_dir: str) -> tuple[int, list[int]]:
     log = RayLog(db)
-    undo = log.divert(import_ray())
-    try:
-        ray = connect(args.ray, temp_dir)
-        raylet = os.path.join(temp_dir, "raylet.pid")  # the raylet of this machine's node, its pid
-        note_raylet(ray, raylet)
-        return _run(ray, args, argv, db, wanted, log, raylet)
-    finally:
-        undo()
-        log.say()
+    with lifeline.settling():  # once `follow` is over, a Ctrl-C waits out the cleanup (Ray's shutdown) and is dropped
+        undo = log.divert(import_ray())
+        try:
+            ray = connect(args.ray, temp_dir)
+            raylet = os.path.join(temp_dir, "raylet.pid")  # the raylet of this machine's node, its pid
+            note_raylet(ray, raylet)
+            return _run(ray, args, argv, db, wanted, log, raylet)
+        finally:
+            undo()
+            log.say()
 
 
 def _run(ray, args, argv: list[str], db: str, wanted: tuple[str, str] | None, log: RayLog,

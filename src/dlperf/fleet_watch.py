@@ -221,6 +221,21 @@ def ended_raylet(path: str | None) -> int | None:
     return pid if pid is not None and not _running(pid) else None
 
 
+def say_own_node_ended(store: Store, lost: list, address: str, pid: int) -> None:
+    """The raylet of this machine's node (`pid`) ended while the driver lived on (Ray does not always end the driver
+    itself, `watched`), the `lost` nodes (`fleet.Node`) with it: Ray takes the driver for dead with its node and ends
+    every actor it owns, so the nodes' sweeps stopped, a node that is alive among them; one line, not a node said gone
+    down that is not."""
+    runs = [n.run_id for n in lost if n.run_id is not None]
+    kept = "nothing of them is stored"
+    if runs:
+        kept = f"{named('run', runs)} {agreeing(len(runs), 'keeps what it', 'keep what they')} stored"
+    nodes, resume = ", ".join(n.info.where() for n in lost), ray_resume_command(address, store.path)
+    print(f"dlperf: the raylet of the Ray node this machine is attached to (pid {pid}) has ended, and Ray stopped "
+          f"this sweep's actors with it, on {nodes}, alive or not; {kept}. `{resume}` goes on once this machine is a "
+          "node again (ray start), or from outside over ray://", file=sys.stderr)  # fmt: skip
+
+
 def _read_pid(path: str | None) -> int | None:
     try:
         with open(path or "", encoding="utf-8") as f:

@@ -283,7 +283,7 @@ def test_two_ray_nodes_of_one_host_are_two_machines_named_by_their_node():
 def test_a_resumed_ray_sweeps_closing_line_names_its_runs_campaign(lab):
     """`dlperf run --resume --ray` is given no --campaign: its closing line dropped the campaign's view; the runs'
     own campaign is read from the store."""
-    from dlperf.commands.run import _campaign
+    from dlperf.commands.run_fleet import _campaign
 
     assert _campaign(str(lab), [1, 2]) == "lab"
     assert _campaign(str(lab), [1, 3]) is None  # run 3 is of no campaign: the runs name none alike

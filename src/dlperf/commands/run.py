@@ -253,6 +253,8 @@ def _run(args) -> int:
     if args.max_trace_mib != TRACE_CAP_MIB and not args.profile:  # its default given is the same run: not refused
         raise UsageError(f"--max-trace-mib {args.max_trace_mib:g}: the traces are --profile's; add --profile")
     if args.ray or args.nodes:
+        from dlperf.commands.run_fleet import run_fleet
+
         return run_fleet(args, db)
     if not args.dry_run:
         warn_if_measured(db, resuming=args.resume)
@@ -508,73 +510,3 @@ def print_profiles(db: str, run_id: int, fmt: str = "text") -> bool:
         for line in [*(line for s in said for line in s.lines()), *(f"note: {note}" for note in busy)]:
             print(terminal(line))
     return any(s.profile is not None and s.profile.status.is_failure for s in said)
-
-
-def run_fleet(args, db: str) -> int:
-    """`--ray`: the sweep on the cluster's nodes (`fleet.py`), then their runs side by side (one node's: its table)."""
-    import shlex
-
-    from dlperf import fleet
-    from dlperf.commands.table import print_table, show_fleet
-    from dlperf.measure.units import agreeing, named
-    from dlperf.store.location import ray_resume_command
-
-    fleet.check_flags(args)
-    try:
-        code, runs = fleet.run(args, sys.argv[1:], db)
-    except KeyboardInterrupt:  # before the nodes began (Ray connecting, the nodes' kinds asked): the runs as they were
-        code, runs = ExitCode.INTERRUPTED, _resumable_runs(db) if args.resume else []
-    if code == ExitCode.INTERRUPTED:
-        if not runs:
-            stored = "nothing more was measured" if args.resume else "nothing is stored"
-            then = f"continue with: {ray_resume_command(args.ray, db)}" if args.resume else (
-                "run the same command to start again")  # fmt: skip
-            print(f"dlperf: interrupted before any node's plan arrived: {stored}; {then}", file=sys.stderr)
-            return code
-        keep = agreeing(len(runs), "keeps", "keep")
-        print(f"dlperf: interrupted; {named('run', runs)} {keep} the processes that finished "
-              f"(dlperf list --runs says what each has left). Continue with: {ray_resume_command(args.ray, db)}",
-              file=sys.stderr)  # fmt: skip
-        return code
-    if len(runs) < 2:
-        for run_id in runs:
-            print_table(db, run_id, "text")
-        return code
-    from dlperf.report.fleet import read
-
-    view = read(db, None, runs)  # this sweep's runs, named by their campaign (a resumed sweep's: the runs' own)
-    campaign = args.campaign or _campaign(db, runs)
-    if campaign:
-        view.name = f"campaign {campaign} ({view.name})"
-    show_fleet(view)
-    again = f"; all of campaign {campaign}: dlperf table --campaign {shlex.quote(campaign)}" if campaign else ""
-    print(f"dlperf: a run per node: {', '.join(map(str, runs))} (dlperf table --run N){again}", file=sys.stderr)
-    return code
-
-
-def _resumable_runs(db: str) -> list[int]:
-    """The runs of Ray sweeps `--resume --ray` would take up in `db` (`fleet.fleet_runs`); none where it cannot be
-    read."""
-    from dlperf import fleet
-    from dlperf.store import Store
-
-    try:
-        store = Store.open(db, create=False)
-    except UsageError:
-        return []
-    try:
-        return [r.id for r in fleet.fleet_runs(store)]
-    finally:
-        store.close()
-
-
-def _campaign(db: str, runs: list[int]) -> str | None:
-    """The campaign `runs` name (stored in their spec), when they name one and the same."""
-    from dlperf.report.load import campaign_of
-    from dlperf.store import Store
-
-    store = Store.open(db, create=False)
-    try:
-        return campaign_of([r for r in store.runs() if r.id in runs])
-    finally:
-        store.close()

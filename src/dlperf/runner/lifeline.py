@@ -332,6 +332,33 @@ def held() -> Iterator[None]:
         _interrupt(signum, None)
 
 
+_settled: list[bool] = []  # per `settling` block entered and not left: whether its work is over (`settle`)
+
+
+@contextmanager
+def settling() -> Iterator[None]:
+    """A block whose end is kept from interrupts once its work is over (`settle`): an interrupt (Ctrl-C, SIGTERM,
+    SIGHUP) that comes after is dropped at the block's end, not raised, so the cleanup (a sweep's actors closed, its
+    leases given back, Ray shut down: seconds with `--ray local`) is not cut short and the work's result stands: cut
+    short, the sweep that had ended was said "interrupted before any node's plan arrived: nothing is stored". Before
+    `settle`, interrupts are raised as ever."""
+    _settled.append(False)
+    try:
+        yield
+    finally:
+        if _settled.pop():
+            _let_go()  # what came meanwhile: dropped
+
+
+def settle() -> None:
+    """The work of the innermost `settling` block is over: interrupts wait for the block's end (see there), and are
+    dropped then. Outside such a block, or again, nothing."""
+    global _holding
+    if _settled and not _settled[-1]:
+        _settled[-1] = True
+        _holding += 1
+
+
 def _let_go() -> int | None:
     """Leave a `held` block: the interrupt it postponed, once the outermost is left."""
     global _holding, _deferred
