@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dlperf import fleet
 from dlperf.fleet_connect import actor_reason
+from dlperf.store import Store
+from test_fleet_lost import ALPHA, node_run
 from test_ray import NODES, PollingRay
 
 # What Ray 2.60 said of a node whose PYTHONPATH held a `dlperf` that raised ImportError (QA, f10.db.ray.log)
@@ -73,3 +75,18 @@ def test_a_node_passed_over_on_resume_says_its_error_without_rays_colours():
         actor_reason(RuntimeError(raised)) == "its Ray actor could not begin there: OSError: [Errno 28] No space "
         "left on device"
     )
+
+
+def test_a_resumed_node_whose_actor_never_began_is_named_with_its_error(tmp_path, capsys):
+    """`--resume --ray` of a run on its own node, where dlperf could not be imported: exit 1, not a word on the
+    terminal (the run resumed in place has its id, and exit 1 read as cells that failed, which its table shows)."""
+    store = Store.open(tmp_path / "x.db", create=True)
+    run_id = node_run(store, ALPHA, {0: 1}, "running")
+    [info] = fleet.select([NODES[1]], None)
+    node = fleet.Node(info, FailingActor(), ["dlperf", "run"], run_id=run_id)  # a run resumed in place
+    try:
+        assert fleet.follow(PollingRay, store, [node], "auto", Log()) == 1
+    finally:
+        store.close()
+    [line] = capsys.readouterr().err.splitlines()
+    assert line == f"dlperf: node bbbbbbbb (box2): its sweep failed (run {run_id} keeps what it finished): {REASON}"

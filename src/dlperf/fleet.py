@@ -370,8 +370,9 @@ def say_lost(store: Store, node: Node, address: str) -> None:
 
 
 def failed(node: Node) -> bool:
-    """A node's sweep that ended in an error of its own, not in cells that failed (exit 1: its table shows them)."""
-    return node.exit not in (0, None) and (node.run_id is None or node.exit != 1)
+    """A node's sweep that ended in an error of its own, not in cells that failed (exit 1: its table shows them); an
+    actor that never began (Ray's words in `raw`, no node lost) is one, its run resumed in place or not."""
+    return node.exit not in (0, None) and (node.run_id is None or node.exit != 1 or bool(node.raw and not node.died))
 
 
 def say_failed(node: Node) -> None:
