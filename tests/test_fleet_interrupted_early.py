@@ -9,7 +9,9 @@ import pytest
 
 from dlperf import fleet
 from dlperf.commands.run_fleet import run_fleet
-from dlperf.store import Store
+from dlperf.errors import StoreFault
+from dlperf.store import Store, now
+from dlperf.store.records import Origin
 from test_fleet_lost import lost_sweep
 from test_ray import NODES
 
@@ -69,5 +71,43 @@ def test_a_run_resumed_but_not_yet_followed_is_left_interrupted(tmp_path, monkey
     store = Store.open(db, create=False)
     try:
         assert store.run(1).status == "interrupted" and store.measured_by(1) is None
+    finally:
+        store.close()
+
+
+def test_a_run_that_cannot_be_left_interrupted_leaves_the_others_given_back(tmp_path, monkeypatch, capsys):
+    """One run's status that could not be written (a full disk: StoreFault) ended the driver's last loop: the next
+    run stayed running under its lease, the store was never closed, and the StoreFault took the place of the error
+    that ended the sweep."""
+    db = tmp_path / "f.db"
+    lost_sweep(db).close()
+    store = Store.open(db, create=False)
+    rows = store.check_run(1)
+    with store.transaction():  # run 2: a second node's
+        store.insert_copy(rows.run, rows.cells, rows.measurements, Origin(f"ray:{'b' * 56}", 1, now()))
+    store.close()
+
+    def resume_nodes(ray, store, chosen, argv, address):
+        for run_id in (1, 2):
+            store.acquire(run_id)
+            store.set_run_status(run_id, "running")
+        raise RuntimeError("the sweep's own error")
+
+    written = Store.set_run_status
+
+    def set_run_status(store, run_id, status):
+        if run_id == 1 and status == "interrupted":
+            raise StoreFault("database or disk is full")
+        written(store, run_id, status)
+
+    monkeypatch.setattr(fleet, "resume_nodes", resume_nodes)
+    monkeypatch.setattr(Store, "set_run_status", set_run_status)
+    ray = SimpleNamespace(nodes=lambda: NODES, shutdown=lambda: None)
+    with pytest.raises(RuntimeError, match="the sweep's own error"):
+        fleet._run(ray, SimpleNamespace(resume=True, ray="auto"), ["run", "--resume"], str(db), None, None)
+    assert capsys.readouterr().err == "dlperf: warning: run 1 could not be left interrupted: database or disk is full\n"
+    store = Store.open(db, create=False)
+    try:
+        assert store.run(2).status == "interrupted" and store.measured_by(1) is None and store.measured_by(2) is None
     finally:
         store.close()

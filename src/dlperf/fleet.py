@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 
 from dlperf import envinfo
-from dlperf.errors import UsageError
+from dlperf.errors import StoreFault, UsageError
 from dlperf.fleet_connect import actor_reason, connect, created_not, creation_reason, import_ray, server_reason
 from dlperf.fleet_node import (
     CONTINUES,
@@ -41,12 +41,13 @@ from dlperf.fleet_node import (
     node_argv,
     unfinished,
 )
-from dlperf.fleet_watch import RayLog, elsewhere, ended_raylet, note_raylet, say_own_node_ended, watched
+from dlperf.fleet_watch import RayLog, cut_off, elsewhere, ended_raylet, note_raylet, say_own_node_ended, watched
 from dlperf.measure.units import agreeing, named
 from dlperf.report.fleet import RAY_ORIGIN as ORIGIN  # a fleet run's origin: ray:NODE_ID
 from dlperf.report.fleet import machine_label, ray_node
 from dlperf.runner import lifeline
 from dlperf.store import RunRows, Store, now
+from dlperf.store.lease import LeaseHeld
 from dlperf.store.location import check_path, ray_resume_command, resume_command
 from dlperf.store.merge import source_refusal
 from dlperf.store.records import Origin, RunRecord
@@ -336,25 +337,6 @@ def close_actor(ray, actor) -> None:
     ray.kill(actor)
 
 
-def cut_off(store: Store, nodes: list[Node], address: str, exc: ConnectionError, log: RayLog | None) -> int:
-    """Ray Client's connection to the cluster lost (its server on the head ended, or the network to the head went
-    down; Ray tries it again for 30 s first): every node's sweep ends with it (its actor belonged to that server), its
-    run left interrupted, said in one line; Ray's own words go to `log`. Exit code 1."""
-    at = time.strftime("%H:%M:%S")
-    if log is not None:
-        log.write(f"the connection to {address}, lost at {at}: Ray said", str(exc).splitlines())
-    for node in nodes:
-        if node.run_id is not None and store.run(node.run_id).status == "running":
-            store.set_run_status(node.run_id, "interrupted")
-    runs = [n.run_id for n in nodes if n.run_id is not None and store.run(n.run_id).status != "complete"]
-    kept = f"{named('run', runs)} {agreeing(len(runs), 'keeps', 'keep')} what the nodes sent" if runs else (
-        "nothing unfinished is stored")  # fmt: skip
-    print(f"dlperf: the connection to the cluster at {address} was lost at {at} (Ray Client's server on the head "
-          f"ended, or the network to it went down): the nodes' sweeps ended with it; {kept}. "
-          f"`{ray_resume_command(address, store.path)}` goes on once the cluster answers", file=sys.stderr)  # fmt: skip
-    return 1
-
-
 def say_lost(store: Store, node: Node, address: str) -> None:
     """A lost node in dlperf's words: which machine, when, what its run keeps and lacks, and how to go on."""
     where = f"{node.info.where()} was lost at {node.lost_at}: {node.died} (its node, network or process went down)"
@@ -449,15 +431,28 @@ def _run(ray, args, argv: list[str], db: str, wanted: tuple[str, str] | None, lo
             code = 1 if waiting and code == 0 else code
             return code, sorted(n.run_id for n in nodes if n.run_id is not None)
         finally:
-            with lifeline.held():  # a lost node's run another node went on with, or one resumed that Ctrl-C
-                for run_id in list(store.leases):  # stopped before its node began
-                    store.set_run_status(run_id, "interrupted")
-            store.close()
+            try:
+                give_back(store)
+            finally:
+                store.close()
     except ConnectionError as exc:  # Ray Client's connection lost before the nodes began (`follow` says it after)
         raise UsageError(f"--ray {args.ray}: the connection to the cluster was lost before the sweep began "
                          f"({server_reason(exc)})") from None  # fmt: skip
     finally:
         ray.shutdown()
+
+
+def give_back(store: Store) -> None:
+    """The runs still leased to the driver left interrupted (a lost node's run another node went on with, or one
+    resumed that Ctrl-C stopped before its node began), each on its own: one that cannot be written (a StoreFault,
+    its lease taken over: LeaseHeld) is warned of, and the others are still given back; raised, it left them
+    running, skipped the store's close and took the place of the error that ended the sweep."""
+    with lifeline.held():
+        for run_id in list(store.leases):
+            try:
+                store.set_run_status(run_id, "interrupted")
+            except (StoreFault, LeaseHeld) as exc:
+                print(f"dlperf: warning: run {run_id} could not be left interrupted: {exc}", file=sys.stderr)
 
 
 def campaign_name() -> str:

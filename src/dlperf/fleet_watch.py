@@ -221,6 +221,25 @@ def ended_raylet(path: str | None) -> int | None:
     return pid if pid is not None and not _running(pid) else None
 
 
+def cut_off(store: Store, nodes: list, address: str, exc: ConnectionError, log: RayLog | None) -> int:
+    """Ray Client's connection to the cluster lost (its server on the head ended, or the network to the head went
+    down; Ray tries it again for 30 s first): every node's (`fleet.Node`) sweep ends with it (its actor belonged to
+    that server), its run left interrupted, said in one line; Ray's own words go to `log`. Exit code 1."""
+    at = time.strftime("%H:%M:%S")
+    if log is not None:
+        log.write(f"the connection to {address}, lost at {at}: Ray said", str(exc).splitlines())
+    for node in nodes:
+        if node.run_id is not None and store.run(node.run_id).status == "running":
+            store.set_run_status(node.run_id, "interrupted")
+    runs = [n.run_id for n in nodes if n.run_id is not None and store.run(n.run_id).status != "complete"]
+    kept = f"{named('run', runs)} {agreeing(len(runs), 'keeps', 'keep')} what the nodes sent" if runs else (
+        "nothing unfinished is stored")  # fmt: skip
+    print(f"dlperf: the connection to the cluster at {address} was lost at {at} (Ray Client's server on the head "
+          f"ended, or the network to it went down): the nodes' sweeps ended with it; {kept}. "
+          f"`{ray_resume_command(address, store.path)}` goes on once the cluster answers", file=sys.stderr)  # fmt: skip
+    return 1
+
+
 def say_own_node_ended(store: Store, lost: list, address: str, pid: int) -> None:
     """The raylet of this machine's node (`pid`) ended while the driver lived on (Ray does not always end the driver
     itself, `watched`), the `lost` nodes (`fleet.Node`) with it: Ray takes the driver for dead with its node and ends
