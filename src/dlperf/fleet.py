@@ -218,7 +218,7 @@ def follow(ray, store: Store, nodes: list[Node], address: str, log: RayLog | Non
                     poll(ray, store, node)
                 if (begun := sum(n.run_id is not None for n in nodes)) > leased:  # a run of this sweep's stored
                     leased = begun
-                    say_beside(store, said)
+                    say_beside(store, said, nodes)
                 time.sleep(POLL_S)
     except KeyboardInterrupt:
         try:
@@ -253,12 +253,18 @@ def follow(ray, store: Store, nodes: list[Node], address: str, log: RayLog | Non
     return exit_code(nodes)
 
 
-def say_beside(store: Store, said: set[int]) -> None:
+def say_beside(store: Store, said: set[int], nodes: list[Node]) -> None:
     """Each run another process of this host measures in the store now (another sweep's driver, a local run), said
-    once (`said`): the two share the CPU, as two local runs do (`commands.common.warn_if_measured`)."""
+    once (`said`) where it measures on a machine one of this sweep's `nodes` is (a local run on this host, a Ray
+    node's run on its node, its fingerprint's hostname): the two share the CPU, as two local runs do
+    (`commands.common.warn_if_measured`). Over ray:// or a remote head the nodes are other machines: nothing to say."""
+    hosts = {n.info.host for n in nodes}
     for run_id, holder in measured_here(store).items():
-        if holder.pid != os.getpid() and run_id not in said:
-            said.add(run_id)
+        if holder.pid == os.getpid() or run_id in said:
+            continue
+        said.add(run_id)
+        run = store.run(run_id)
+        if (run.fingerprint.get("hostname") if ray_node(run) else holder.host) in hosts:
             print(f"dlperf: warning: run {run_id} of {store.path} is being measured by pid {holder.pid}: the two runs "
                   "share the CPU, and their timings disturb each other", file=sys.stderr, flush=True)  # fmt: skip
 
