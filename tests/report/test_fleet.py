@@ -261,7 +261,7 @@ def test_the_report_refuses_two_machines_in_one_picture_and_says_how_to_set_them
 
 
 def test_two_ray_nodes_of_one_host_are_two_machines_named_by_their_node():
-    """`dlperf run --ray` on two nodes of one host: the same fingerprint, two machines to Ray (their origin
+    """`dlperf run --ray` on two nodes of one host: the same fingerprint, two machines to Ray in one sweep (their origin
     `ray:NODE_ID`, kept through a merge), each named by its node; runs merged from one store stay one machine."""
     from types import SimpleNamespace
 
@@ -269,14 +269,19 @@ def test_two_ray_nodes_of_one_host_are_two_machines_named_by_their_node():
     from dlperf.store.records import Origin
 
     fp = {"hostname": "box", "cpu_model": "EPYC Test", "gpus": []}
-    node = lambda run_id, node_id: SimpleNamespace(id=run_id, fingerprint=fp, origin=Origin(f"ray:{node_id}", 1))  # noqa: E731
-    merged = SimpleNamespace(id=3, fingerprint=fp, origin=Origin("/x/a.db", 7, None, Origin("ray:" + "b" * 56, 2)))
+    sweep = {"campaign": "ray-20261207-130000"}  # one sweep's nodes
+
+    def node(run_id, node_id):
+        return SimpleNamespace(id=run_id, fingerprint=fp, origin=Origin(f"ray:{node_id}", 1), spec=sweep)
+
+    merged = SimpleNamespace(id=3, fingerprint=fp, origin=Origin("/x/a.db", 7, None, Origin("ray:" + "b" * 56, 2)),
+                             spec=sweep)  # fmt: skip
     machines = fleet.group([node(1, "a" * 56), node(2, "b" * 56), merged])
     assert [(m.label, m.runs) for m in machines] == [
         ("box · EPYC Test (Ray node aaaaaaaa)", (1,)),
         ("box · EPYC Test (Ray node bbbbbbbb)", (2, 3)),
     ]
-    plain = [SimpleNamespace(id=i, fingerprint=fp, origin=None) for i in (4, 5)]
+    plain = [SimpleNamespace(id=i, fingerprint=fp, origin=None, spec={}) for i in (4, 5)]
     assert [(m.label, m.runs) for m in fleet.group(plain)] == [("box · EPYC Test", (4, 5))]
 
 

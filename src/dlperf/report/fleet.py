@@ -23,7 +23,7 @@ from functools import partial
 from dlperf.envinfo import alike, machine_diff
 from dlperf.errors import UnreadableRow, UsageError
 from dlperf.flagtext import whole_number
-from dlperf.measure.units import named, plural
+from dlperf.measure.units import agreeing, named, plural
 from dlperf.report.charts import doubt_json, doubtful
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.fastest import MEDIANS_APART, has_interval, tie, told_apart
@@ -241,26 +241,43 @@ def select(store: Store, campaign: str | None, runs: list[int] | None) -> list[R
 
 
 def group(runs: list[RunRecord]) -> list[Machine]:
-    """The runs by the machine that measured them (their fingerprint, and the Ray node for a run of `dlperf run
-    --ray`: two nodes of one host are two machines to Ray), in the order each machine first appears."""
+    """The runs by the machine that measured them (their fingerprint, and for a run of `dlperf run --ray` its Ray
+    node as `one_node` tells them apart), in the order each machine first appears."""
     by_print: dict[tuple[str, str | None], list[RunRecord]] = {}
     for run in runs:  # a machine's runs: fingerprints alike on the keys both have (an older run lacks the newer ones)
-        node = ray_node(run)
-        seen = next((k for k, rs in by_print.items() if k[1] == node and all(alike(r.fingerprint, run.fingerprint)
-                                                                             for r in rs)), None)  # fmt: skip
-        by_print.setdefault(seen or (json.dumps(run.fingerprint, sort_keys=True), node), []).append(run)
+        seen = next((k for k, rs in by_print.items() if all(alike(r.fingerprint, run.fingerprint) and one_node(r, run)
+                                                            for r in rs)), None)  # fmt: skip
+        by_print.setdefault(seen or (json.dumps(run.fingerprint, sort_keys=True), ray_node(run)), []).append(run)
     labels = [machine_label(rs[0].fingerprint) for rs in by_print.values()]
     cored = [machine_label(rs[0].fingerprint, cores=True) for rs in by_print.values()]
     machines = []
-    for label, with_cores, ((_, node), rs) in zip(labels, cored, by_print.items(), strict=True):
-        ids = tuple(r.id for r in rs)
-        host = label + (f" (Ray node {node[:8]})" if node else "")  # two Ray nodes of one host are two machines
+    for label, with_cores, rs in zip(labels, cored, by_print.values(), strict=True):
+        ids, node = tuple(r.id for r in rs), _nodes(rs)
+        host = label + node  # two Ray nodes of one host in one sweep are two machines
         if labels.count(label) > 1:  # one host and model, yet measured on machines that differ (cores, versions)
             if cored.count(with_cores) == 1:  # the cores tell it apart (a run under taskset): said, not "(run 3)"
                 label = with_cores
-            label += f" (Ray node {node[:8]})" if node else ("" if label == with_cores else f" ({named('run', ids)})")
+            label += node or ("" if label == with_cores else f" ({named('run', ids)})")
         machines.append(Machine(label, ids, host))
     return machines
+
+
+def one_node(a: RunRecord, b: RunRecord) -> bool:
+    """Whether two runs' Ray nodes (`ray_node`) leave them one machine, as every view counts machines (`group`: table
+    --runs, report's one-machine rule): two local runs; two Ray nodes' runs of one node, or of different sweeps
+    (campaigns: `--ray local` starts a node, under a new id, every sweep); not two nodes of one sweep (two raylets
+    of one host, each measuring beside the other), nor a Ray node's run and a local run of its host."""
+    node_a, node_b = ray_node(a), ray_node(b)
+    if node_a is None or node_b is None:
+        return node_a == node_b
+    return node_a == node_b or a.spec.get("campaign") != b.spec.get("campaign")
+
+
+def _nodes(runs: list[RunRecord]) -> str:
+    """The Ray nodes of a machine's runs, by the first 8 of their ids, as its label says them: ' (Ray node 2a16eca0)';
+    '' for local runs."""
+    nodes = list(dict.fromkeys(n[:8] for r in runs if (n := ray_node(r))))
+    return f" (Ray {agreeing(len(nodes), 'node', 'nodes')} {', '.join(nodes)})" if nodes else ""
 
 
 def ray_node(run: RunRecord) -> str | None:

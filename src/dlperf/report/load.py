@@ -14,7 +14,7 @@ from dlperf.flagtext import split_list, whole_number
 from dlperf.measure.stats import counted
 from dlperf.report import crossover
 from dlperf.report.crossover import Crossover
-from dlperf.report.fleet import ray_node
+from dlperf.report.fleet import one_node, ray_node
 from dlperf.report.predicted import read as predictions_of
 from dlperf.report.profile import Verdict, verdicts
 from dlperf.report.run_list import continued_by
@@ -62,12 +62,15 @@ def parse_runs(text: str | None) -> list[int] | str | None:
 def _one_machine(rows: list[RunRecord]) -> None:
     """Runs of one machine and software, or a UsageError naming how two differ. A hostname is a difference here: two
     Ray nodes, or two VMs of one kind, differ by it alone, and one picture of the latest cells would hide one. So is
-    the Ray node that measured a run, as `fleet.group` tells machines apart (`table --runs`, `list --runs`): two nodes
-    of one host are two machines, and a node's run is another machine's than a local run of its host."""
+    the Ray node that measured a run where `fleet.one_node` says so, as `fleet.group` tells machines apart (`table
+    --runs`): two nodes of one host in one sweep are two machines, and a node's run is another machine's than a local
+    run of its host; two `--ray local` sweeps of one host, a new node id each, are one machine."""
     for a, b in combinations(rows, 2):
         why = differences(a.fingerprint, b.fingerprint)
-        if (node_a := ray_node(a)) != (node_b := ray_node(b)):
-            why.append(f"Ray node {_node(node_a)} -> {_node(node_b)}")
+        if not one_node(a, b):
+            node_a, node_b = ray_node(a), ray_node(b)
+            of_one = " of one sweep" if node_a and node_b else ""
+            why.append(f"Ray node {_node(node_a)} -> {_node(node_b)}{of_one}")
         if why:
             ids = ", ".join(str(r.id) for r in rows)
             raise UsageError(
