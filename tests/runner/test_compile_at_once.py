@@ -169,7 +169,7 @@ def test_a_full_temporary_folder_stops_the_group_in_one_line_naming_the_cell(ses
     with monkeypatch.context() as full:
         full.setattr(tempfile, "TemporaryDirectory", refused)
         lock = (
-            r"^tiny-fcn-r torch cpu:1 compile not measured: dlperf could not write the lock file of cells "
+            r"^tiny-fcn-r torch cpu:1 compile not measured: dlperf could not make the folder of cells "
             r"compiling at once \(the temporary folder .* is full: No space left on device\); every cell's"
         )
         with pytest.raises(sweep.OutOfRoom, match=lock):
@@ -179,7 +179,7 @@ def test_a_full_temporary_folder_stops_the_group_in_one_line_naming_the_cell(ses
 
     def run_task(task, ctx, poll, group_of=None, k=0):
         if k == 1:
-            raise room.Unwritten("the task of a cell process", said)
+            raise room.Unwritten("write the task of a cell process", said)
         return ProcessMeasurement(status=Status.OK, samples=[0.01] * 3, duration_s=1.0)
 
     monkeypatch.setattr(sweep, "run_task", run_task)

@@ -5,6 +5,7 @@ the same way. The cause is named (`runner/room.py`), and the sweep stops at the 
 
 from __future__ import annotations
 
+import builtins
 import errno
 import resource
 import sys
@@ -169,14 +170,14 @@ def test_each_write_of_dlperfs_own_for_a_child_is_refused_in_one_line(tmp_path, 
     probe = ProbeTask("torch", EnvRequest())
     where = filled(str(tmp_path))
     assert "($TMPDIR)" in where
-    for name, what in ((tempfile, "folder"), (launching, "task"), (launching, "log")):
-        target = {"folder": "TemporaryDirectory", "task": "write_task", "log": "start_cold"}[what]
+    for name, target, what in ((tempfile, "TemporaryDirectory", "make the folder"), (launching, "write_task",
+                                "write the task"), (builtins, "open", "create the log files")):  # fmt: skip
         with monkeypatch.context() as full:
-            full.setattr(name, target, refused)
+            full.setattr(name, target, refused if target != "open" else refusing_logs(open))
             with pytest.raises(room.Unwritten) as caught:
                 launch(probe, sys.executable, 1, 60)
-        assert str(caught.value) == (f"dlperf could not write the {what} of a probe process ({where}): free space "
-                                     "there, or set TMPDIR to a folder with room")  # fmt: skip
+        assert str(caught.value) == (f"dlperf could not {what} of a probe process ({where}): free space there, or "
+                                     "set TMPDIR to a folder with room")  # fmt: skip
     assert list(tmp_path.iterdir()) == []  # the folder made before the refusal is gone with it
     limited(monkeypatch, 4096)
     said = r"task of a probe process \(the file-size limit, ulimit -f 4 \(4,096 bytes\), stopped it: File too large\)"
@@ -187,6 +188,21 @@ def test_each_write_of_dlperfs_own_for_a_child_is_refused_in_one_line(tmp_path, 
     monkeypatch.setattr(launching, "write_task", failing(errno.EIO, "I/O error"))
     with pytest.raises(OSError, match="I/O error"):
         launch(probe, sys.executable, 1, 60)
+
+
+def refusing_logs(opened):
+    """`open`, save for a child's log files: refused for want of room."""
+    return lambda path, *args, **kwargs: refused() if str(path).endswith(".log") else opened(path, *args, **kwargs)
+
+
+def test_a_full_disk_while_the_child_runs_is_no_full_tmpdir(tmp_path, monkeypatch):
+    """A write refused while the child ran (a progress line to a full disk, say) was said 'dlperf could not write the
+    log of a probe process (the temporary folder ... is full)': the whole run was taken for the log files' opening."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    with pytest.raises(OSError, match="No space left on device") as caught:
+        launch(ProbeTask("torch", EnvRequest()), sys.executable, 1, 60, poll=refused)
+    assert not isinstance(caught.value, room.Unwritten)
 
 
 def test_a_warm_parent_without_room_for_its_folder_leaves_its_cells_cold(monkeypatch):

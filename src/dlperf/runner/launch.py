@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -152,11 +153,12 @@ def run_child(
     limit: Callable[[], str | None] = lambda: None,
     parent: warm.WarmParent | None = None,
     gpu: bool = False,
+    logs: str = "the log files of a child process",
 ) -> ChildResult:
     """Run `cmd` in its own session with a timeout. `poll` is called a few times a second (progress display);
     so is `limit`, which returns a reason to stop the child early (e.g. a compile timeout) or None. With a warm
     `parent`, the child (`python -P -m MODULE ARGS`) is forked from it; where it cannot fork, the child starts cold,
-    saying why.
+    saying why, its `logs` created here (`start_cold`).
 
     An exception raised meanwhile (KeyboardInterrupt, or the SIGTERM handler's) kills the tree and propagates."""
     started_at, start, oom_before = time.time(), time.monotonic(), system.oom_kills()
@@ -176,7 +178,7 @@ def run_child(
                 except warm.WarmFailed as exc:
                     cold_because = str(exc)
             if proc is None:
-                proc = start_cold(cmd, env, log_dir)
+                proc = start_cold(cmd, env, log_dir, logs)
         timed_out, reason = _wait(proc, start, timeout, poll, limit, lifeline.paused()[1])
     except BaseException:
         if proc is not None:
@@ -310,11 +312,11 @@ def launch(
     lifeline.not_nested()
     lifeline.remove_stale_dirs_once()
     of = f"of a {task.KIND} process"  # $TMPDIR full: said in one line (`room.Unwritten`), not a traceback
-    with room.writing(f"the folder {of}", Path(tempfile.gettempdir())):
+    with room.writing(f"make the folder {of}", Path(tempfile.gettempdir())):
         made = tempfile.TemporaryDirectory(prefix=lifeline.tmp_prefix(task.KIND))
     with made as tmp:
         tmpdir = Path(tmp)
-        with room.writing(f"the task {of}", tmpdir.parent):
+        with room.writing(f"write the task {of}", tmpdir.parent):
             write_task(task, tmpdir / "task.json")
         events = tmpdir / EVENTS
         cmd = child_command(python, task, str(tmpdir / "task.json"), str(events), nproc, rdzv, job_id)
@@ -329,9 +331,8 @@ def launch(
         # a GPU cell is forked only from a parent that never initialized CUDA
         gpu = parent is not None and not probe and task.cell.device != "cpu"
         try:
-            # what the child left running stops as it ends; a cold child's log files are opened here (`start_cold`)
-            with room.writing(f"the log {of}", tmpdir.parent), lifeline.reaping(tmpdir.name, KILL_GRACE_S, parent):
-                child = run_child(cmd, env, timeout, tmpdir, poll, limit, parent, gpu)
+            with lifeline.reaping(tmpdir.name, KILL_GRACE_S, parent):  # what the child left running stops as it ends
+                child = run_child(cmd, env, timeout, tmpdir, poll, limit, parent, gpu, f"the log files {of}")
         except KeyboardInterrupt:  # its tree stopped: what it had reported goes with the interrupt
             raise ChildInterrupted(events_by_rank(tmpdir, task.DISTRIBUTED)) from None
         if parent is None and isinstance(task, CellTask):
@@ -341,9 +342,14 @@ def launch(
         return Launched(child, events_by_rank(tmpdir, task.DISTRIBUTED), full(tmpdir / "stderr.log"))
 
 
-def start_cold(cmd: list[str], env: Mapping[str, str], log_dir: Path) -> subprocess.Popen:
-    """`cmd` started in its own session, its output into `log_dir`, killed with this process (`lifeline`)."""
-    with open(log_dir / "stdout.log", "wb") as stdout, open(log_dir / "stderr.log", "wb") as stderr:
+def start_cold(cmd: list[str], env: Mapping[str, str], log_dir: Path,
+               logs: str = "the log files of a child process") -> subprocess.Popen:  # fmt: skip
+    """`cmd` started in its own session, its output into `log_dir`, killed with this process (`lifeline`). Its log
+    files (`logs`) refused for want of room is `room.Unwritten`; the child's own writes, its wait and what dlperf
+    prints meanwhile are not: their ENOSPC was said as a full $TMPDIR, a full disk under stderr included."""
+    with ExitStack() as files:
+        with room.writing(f"create {logs}", log_dir.parent):
+            stdout, stderr = (files.enter_context(open(log_dir / name, "wb")) for name in ("stdout.log", "stderr.log"))
         return subprocess.Popen(cmd, env=dict(env), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
                                 start_new_session=True, preexec_fn=lifeline.before_exec())  # fmt: skip
 

@@ -88,12 +88,12 @@ def filled(where: Path, exc: OSError, what: str) -> NoRoom:
 
 
 class Unwritten(UsageError):
-    """dlperf's own write in the temporary folder (`what`: a child's folder, task or log) refused for want of room
-    (`said`). One line, as a worker that could not write is: a sweep stops at its cell (`sweep.room_for`), the cell
-    left to --resume."""
+    """dlperf's own write in the temporary folder (`what` it did: "make the folder of a cell process", "write its
+    task", "create its log files") refused for want of room (`said`). One line, as a worker that could not write is:
+    a sweep stops at its cell (`sweep.room_for`), the cell left to --resume."""
 
     def __init__(self, what: str, said: NoRoom) -> None:
-        super().__init__(f"dlperf could not write {what} ({said.why}): {said.fix}")
+        super().__init__(f"dlperf could not {what} ({said.why}): {said.fix}")
         self.what, self.said = what, said
 
     def __reduce__(self):  # pickled or copied as made, as errors.RunInterrupted
@@ -102,7 +102,7 @@ class Unwritten(UsageError):
 
 @contextmanager
 def writing(what: str, where: Path) -> Iterator[None]:
-    """A write of dlperf's own into the temporary folder `where` (`what` it writes: "the task of a cell process"),
+    """A write of dlperf's own into the temporary folder `where` (`what` it does: "write the task of a cell process"),
     refused for want of room (the folder full, a quota, the file-size limit): `Unwritten`, which says so in one line;
     any other error as it is."""
     try:

@@ -74,7 +74,7 @@ def room_for(cell: Cell, ctx: SweepContext) -> Iterator[None]:
     try:
         yield
     except Unwritten as exc:
-        raise out_of_room(cell, f"dlperf could not write {exc.what} ({exc.said.why})", exc.said.fix, ctx) from None
+        raise out_of_room(cell, f"dlperf could not {exc.what} ({exc.said.why})", exc.said.fix, ctx) from None
 
 
 def out_of_room(cell: Cell, reason: str, fix: str, ctx: SweepContext) -> OutOfRoom:
@@ -264,11 +264,11 @@ def run_together(
     their builds and compilations side by side, each warm-up and timed steps alone (`measure/gate.py`). Yields (k,
     measurement) as each ends. An interrupt, or an error storing a measurement, stops every child still running
     before it goes on."""
-    tasks, lock = [child_task(task, ctx) for task in group], "the lock file of cells compiling at once"
-    with room_for(group[0].cell, ctx), room.writing(lock, Path(tempfile.gettempdir())):  # $TMPDIR full: one line
-        made = tempfile.TemporaryDirectory(prefix=lifeline.tmp_prefix("gate"))
+    tasks, of = [child_task(task, ctx) for task in group], "of cells compiling at once"
+    with room_for(group[0].cell, ctx), room.writing(f"make the folder {of}", Path(tempfile.gettempdir())):
+        made = tempfile.TemporaryDirectory(prefix=lifeline.tmp_prefix("gate"))  # $TMPDIR full: one line
     with made as tmp:
-        with room_for(group[0].cell, ctx), room.writing(lock, Path(tmp).parent):
+        with room_for(group[0].cell, ctx), room.writing(f"write the lock file {of}", Path(tmp).parent):
             group_of = Together(os.path.join(tmp, "gate"), tasks)
         pool = ThreadPoolExecutor(len(group))
 
