@@ -290,7 +290,9 @@ def source_refusal(store: Store, run: RunRecord, db: str) -> str | None:
     """Why a copy `run` of `db` is not resumed here, where its source goes on without it (`at_source`): a live
     process measuring it there (the two would measure the same cells at once, each timing the other's load), or
     complete there; merging that file again once it is finished brings the copy up to date. None where it may be:
-    `dlperf run --resume` and `--resume --ray` (a Ray node's run merged in, its sweep's file resumed too) alike."""
+    `dlperf run --resume` and `--resume --ray` (a Ray node's run merged in, its sweep's file resumed too) alike. One
+    way only: a copy names its source, but the source names none of its copies (a merge only reads it), so the
+    source's own resume, started while a copy of it is resumed, is not refused (docs/guides/parallel.md says so)."""
     if run.origin is None or (found := at_source(run, processes_of(store, run.id))) is None:
         return None
     source, holder = found
