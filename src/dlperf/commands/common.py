@@ -564,9 +564,11 @@ def print_rich(renderable: Any, lines: Sequence[str] = (), notes: Sequence[str] 
     from dlperf.report.format import terminal
 
     out = console(width)
-    if renderable is not None:  # "" is an empty line, after a table; None: no table (advise's answer began with one)
-        out.print(renderable)
     whole = not out.is_terminal and width is None and not os.environ.get("COLUMNS", "").strip()
+    if whole and getattr(renderable, "one_row_a_line", False):
+        _print_rows(renderable)
+    elif renderable is not None:  # "" is an empty line, after a table; None: no table (advise's answer began with one)
+        out.print(renderable)
     for line in lines:
         out.print(terminal(line), highlight=False, markup=False, soft_wrap=whole)
     for note in notes:
@@ -575,6 +577,17 @@ def print_rich(renderable: Any, lines: Sequence[str] = (), notes: Sequence[str] 
             text = textwrap.fill(text, out.width, subsequent_indent=" " * 8, break_long_words=False,
                                  break_on_hyphens=False, drop_whitespace=True)  # fmt: skip
         out.print(text, highlight=False, markup=False, soft_wrap=whole)  # a word wider than the width: rich folds it
+
+
+def _print_rows(table: Any) -> None:
+    """A list's table (`list.columns`) in a file or a pipe: each row one line, however long, every column unwrapped
+    (at LOG_WIDTH horovod's reason in `list --frameworks` took 3 lines)."""
+    import copy
+    import dataclasses
+
+    rows = copy.copy(table)
+    rows.columns = [dataclasses.replace(c, no_wrap=True) for c in table.columns]
+    console(1 << 16).print(rows)  # only as wide as its rows: rich pads a table to its own width, not the console's
 
 
 def given_flags(args: argparse.Namespace, add_arguments: Callable[[argparse.ArgumentParser], None],

@@ -103,6 +103,7 @@ def columns(head: list[str], rows: list[list[str]], right: tuple[str, ...] = ())
         table.add_column(name, justify="right" if name in right else "left", no_wrap=i == 0)
     for row in rows:
         table.add_row(*(Text(terminal(v)) for v in row))
+    table.one_row_a_line = True  # read by `print_rich`: in a pipe no column wraps (horovod's reason was 3 lines)
     return table
 
 
