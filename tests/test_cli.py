@@ -198,7 +198,7 @@ def test_list_says_the_data_column_is_the_published_data_set_and_runs_train_on_r
 @pytest.mark.parametrize("what", [[], ["--frameworks"], ["--parallel"]])
 def test_list_fits_the_terminal_with_a_gap_between_columns(what, capsys, monkeypatch):
     """At 40 columns the lists printed rows of 78 to 163 characters, and `list`'s "its data" ran into its input
-    ("Penn Treebank32"): a table of columns now, wrapped between words; in a pipe one row a line."""
+    ("Penn Treebank32"): a table of columns now, wrapped between words; in a pipe one row a line, no space after it."""
     monkeypatch.setenv("COLUMNS", "40")
     assert main(["list", *what]) == 0
     text = capsys.readouterr().out
@@ -214,7 +214,8 @@ def test_list_fits_the_terminal_with_a_gap_between_columns(what, capsys, monkeyp
         "--frameworks": ("horovod ", "then farmhash)"),
         "--parallel": ("each rank  a 1/N", "reduce-scattered"),
     }.get(what[0] if what else "", ("lstm ", "6,182,672"))
-    assert any(line.strip().startswith(first) and line.rstrip().endswith(last) for line in text.splitlines()), text
+    assert any(line.strip().startswith(first) and line.endswith(last) for line in text.splitlines()), text
+    assert not [line for line in text.splitlines() if line.endswith(" ")]  # `| grep 'fp32$'` found no row
 
 
 def test_list_says_how_many_tiny_variants_it_leaves_out_and_the_flag_that_shows_them(capsys):

@@ -581,13 +581,17 @@ def print_rich(renderable: Any, lines: Sequence[str] = (), notes: Sequence[str] 
 
 def _print_rows(table: Any) -> None:
     """A list's table (`list.columns`) in a file or a pipe: each row one line, however long, every column unwrapped
-    (at LOG_WIDTH horovod's reason in `list --frameworks` took 3 lines)."""
+    (at LOG_WIDTH horovod's reason in `list --frameworks` took 3 lines), without the spaces rich pads a row's last
+    cell with (`dlperf list --frameworks | grep 'fp32$'` found none)."""
     import copy
     import dataclasses
 
     rows = copy.copy(table)
     rows.columns = [dataclasses.replace(c, no_wrap=True) for c in table.columns]
-    console(1 << 16).print(rows)  # only as wide as its rows: rich pads a table to its own width, not the console's
+    wide = console(1 << 16)  # only as wide as its rows: rich pads a table to its own width, not the console's
+    with wide.capture() as printed:
+        wide.print(rows)
+    sys.stdout.write("".join(line.rstrip() + "\n" for line in printed.get().splitlines()))
 
 
 def given_flags(args: argparse.Namespace, add_arguments: Callable[[argparse.ArgumentParser], None],
