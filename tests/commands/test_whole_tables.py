@@ -25,7 +25,7 @@ def cost_table() -> Table:
     """The shape of `dlperf predict --cost`'s table (report/cost.py)."""
     table = Table(title="tiny-fcn-r at batch 16, one epoch: time and cost predicted on each GPU")
     for name in HEAD:
-        table.add_column(name, justify="left" if name in ("GPU", "mode", "memory") else "right")
+        table.add_column(name, justify="left" if name in ("GPU", "mode", "memory") else "right", no_wrap=name == "GPU")
     for row in ROWS:
         table.add_row(*row)
     return table
@@ -104,6 +104,24 @@ def test_a_column_wider_than_the_screen_is_printed_wider_rather_than_folded_or_c
     assert "…" not in text and "1234567890" * 5 in cells(text)
 
 
+@pytest.mark.parametrize("width", [50, 60, 70])
+def test_a_long_word_in_a_text_column_folds_rather_than_widen_the_table(width):
+    """A table whose workload was `examples/my_model.py:make` and mode `bf16+channels_last+compile` was printed 74
+    columns wide at 50, 60 and 70 (a whole table wider than the screen for a word): a text column's word folds to
+    the room its figures leave, the figures still whole."""
+    table = Table(title="seconds per mini-batch")
+    table.add_column("workload")
+    table.add_column("mode")
+    for threads in (1, 2, 4):
+        table.add_column(f"cpu:{threads}", justify="right")
+    for workload in ("examples/my_model.py:make", "fcn-r"):
+        for mode in ("fp32", "bf16+channels_last+compile"):
+            table.add_row(workload, mode, "0.200 s* n=10", "0.400 s n=10", "0.800 s n=10")
+    text = printed(table, width)
+    assert max(len(line) for line in text.splitlines()) <= width, text
+    assert {"0.200 s* n=10", "0.400 s n=10", "0.800 s n=10"} <= set(cells(text)), text
+
+
 def test_at_40_columns_each_price_and_gpu_name_is_whole():
     """`predict --cost` at 40 columns folded its parts' cells: "$0.00100-$0.0" over "0137", "H100-SXM5-80G" over "B"."""
     found = cells(printed(cost_table(), 40))
@@ -122,12 +140,12 @@ def test_predict_cost_at_80_columns_prints_every_price_whole(tmp_path):
 def test_a_rich_without_the_private_measures_prints_the_table_as_rich_does(monkeypatch):
     """`Whole` reads rich's private column measures (rich 15); a rich without them prints the table as rich would,
     not a traceback in the middle of a command's output."""
-    from dlperf.commands import common
+    from dlperf.commands import whole
 
     def older_rich(*args):
         raise AttributeError("'Table' object has no attribute '_get_padding_width'")
 
-    monkeypatch.setattr(common, "_column_need", older_rich)
+    monkeypatch.setattr(whole, "_column_need", older_rich)
     table = Table("GPU", "step")
     table.add_row("H100-SXM5-80GB", "1.62 ms")
     text = printed(table, 80)
@@ -180,7 +198,7 @@ def test_a_key_column_that_tells_rows_apart_is_never_dropped_however_narrow():
 def test_every_part_tells_its_rows_apart(width):
     """Moving the last key column, the mode, into a part of its own left the parts after it reading "tiny-fcn-s |
     cpu:1" twice with different figures: a key column is moved only where the others still tell every row apart."""
-    from dlperf.commands.common import _column_groups
+    from dlperf.commands.whole import _column_groups
 
     table = compare_table(["tiny-fcn-s", "tiny-lstm"])
     needs = [12, 9, 7, 6, 10, 10, 22, 15, 10, 23]

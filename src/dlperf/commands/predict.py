@@ -390,7 +390,7 @@ def prediction_table(workload, predictions):
 
     table = Table(title=f"{workload.name} at batch {workload.batch}: one training step predicted")
     for name in PREDICTION_HEAD:
-        table.add_column(name, justify="left" if name in ("GPU", "mode", "bound") else "right")
+        table.add_column(name, justify="left" if name in ("GPU", "mode", "bound") else "right", no_wrap=name == "GPU")
     for p in predictions:
         table.add_row(
             p.gpu, p.mode, seconds(p.step_s), rate(p.samples_per_s), p.bound, seconds(p.device_s),

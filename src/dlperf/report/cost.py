@@ -52,7 +52,7 @@ def table(x):
 
     t = Table(title=f"{x.workload} at batch {x.batch}, {x.what.titled()}: time and cost predicted on each GPU")
     for name in HEAD:
-        t.add_column(name, justify="left" if name in ("GPU", "mode", "memory") else "right")
+        t.add_column(name, justify="left" if name in ("GPU", "mode", "memory") else "right", no_wrap=name == "GPU")
     for line in rows(x):
         t.add_row(*line)
     return t

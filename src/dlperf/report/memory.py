@@ -44,7 +44,7 @@ def gpu_table(workload, verdicts: dict):
 
     table = Table(title=f"{workload.name}: does batch {workload.batch} fit, and the largest batch that does")
     for name in ("GPU", "mode", f"batch {workload.batch}", "largest batch"):
-        table.add_column(name, justify="right" if name == "largest batch" else "left")
+        table.add_column(name, justify="right" if name == "largest batch" else "left", no_wrap=name == "GPU")
     for mode, rows in verdicts.items():
         for v in rows:
             table.add_row(v.gpu, mode, v.why, largest(v.largest))
