@@ -17,8 +17,10 @@ class Session:
     """Measures a cell as told: `steps` (threads -> seconds a step); past the deadline, after `within` processes,
     the first process is stopped by it and the rest stay pending, as `runner/sweep.py` does."""
 
-    def __init__(self, steps: dict[int, float], within: int, warnings: dict[int, list[str]] | None = None) -> None:
+    def __init__(self, steps: dict[int, float], within: int, warnings: dict[int, list[str]] | None = None,
+                 failing: dict[int, str] | None = None) -> None:  # fmt: skip
         self.warnings = warnings or {}  # threads -> the cell's warnings
+        self.failing = failing or {}  # threads -> the error its cell fails with
         self.spec = SimpleNamespace(frameworks=["torch"], modes=["fp32"], repeats=1)
         self.steps, self.within = steps, within
         self.workloads: dict[str, dict] = {}
@@ -40,6 +42,9 @@ class Session:
             self.started.append((task.cell.threads, self.deadline))
             if self.deadline is not None and len(self.started) > self.within:
                 record.status, record.error = Status.FAILED, f"stopped: {Deadline.REASON}"
+                continue
+            if task.cell.threads in self.failing:
+                record.status, record.error = Status.FAILED, self.failing[task.cell.threads]
                 continue
             record.status, record.ok, record.median_s = Status.OK, True, self.steps[task.cell.threads]
             record.warnings = self.warnings.get(task.cell.threads, [])
@@ -94,6 +99,17 @@ def test_a_fastest_count_beside_a_disturbed_cell_is_taken_but_said_unstarred_as_
     assert side(session, None).best_threads([1, 2], 16, [16], None, notes) == 1
     assert notes == ["threads: 1 was fastest of 1 and 2 at batch 16, not starred: a compared cell was disturbed (its "
                      "note says how)"]  # fmt: skip
+
+
+def test_a_count_that_failed_is_named_failed_not_compared():
+    """With 2 threads out of memory advise said "threads: 1 was fastest of 1 and 2 at batch 64", the table starring
+    nothing (one cell measured)."""
+    session, notes = Session({1: 0.3, 2: 0.2}, within=0, failing={2: "out of memory"}), []
+    assert side(session, None).best_threads([1, 2], 64, [64], None, notes) == 1
+    assert notes == ["threads: 1 was the only count measured at batch 64; 2 failed"]
+    session, notes = Session({1: 0.3, 2: 0.2, 4: 0.1}, within=0, failing={4: "out of memory"}), []
+    assert side(session, None).best_threads([1, 2, 4], 64, [64], None, notes) == 2
+    assert notes == ["threads: 2 was fastest of 1 and 2 at batch 64; 4 failed"]
 
 
 def test_the_first_process_is_announced_with_its_earlier_ones_here_and_timed(monkeypatch):

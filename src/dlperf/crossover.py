@@ -457,7 +457,9 @@ class CpuSide:
         self.cut = tuple(keys[c.key] for c in mine if budget_cut(c))
         more = "raise --budget" if opts.flags else "a later deadline"
         left = f"; {_listed(self.cut)} not measured: the budget ran out ({more})" if self.cut else ""
-        tried = sorted(t for t in order if t not in self.cut)
+        tried = sorted(keys[c.key] for c in measured)  # a count that failed was compared with none (none starred)
+        failed = sorted(t for t in order if t not in tried and t not in self.cut)
+        left += f"; {_listed(failed)} failed" if failed else ""
         where = f" at batch {batch}{above}"
         notes.append(f"threads: {keys[fastest.key]} {_fastest_of(fastest, measured, tried, keys, where)}{left}")
         return keys[fastest.key]
