@@ -207,3 +207,19 @@ def test_every_part_tells_its_rows_apart(width):
         keys = [i for i in group if i < 4]
         told = {tuple(str(table.columns[i]._cells[r]) for i in keys) for r in range(rows)}
         assert len(told) == rows, (width, group)
+
+
+def test_the_all_rows_line_says_a_cell_as_printed_not_its_markup():
+    """A workload named `net[a-rather-long-name]`, escaped for rich as the views write it, was said "all rows:
+    workload net\\[a-rather-long-name]"."""
+    from rich.markup import escape
+
+    table = Table(title="seconds per mini-batch")
+    for name in ("workload", "mode"):
+        table.add_column(name)
+    for threads in (1, 2):
+        table.add_column(f"cpu:{threads}", justify="right")
+    for mode in ("fp32", "bf16"):
+        table.add_row(escape("net[a-rather-long-name]"), mode, "0.200 s* n=10", "0.400 s n=10")
+    said = " ".join(printed(table, 34).split("all rows:")[1].split())
+    assert said.startswith("workload net[a-rather-long-name]"), said

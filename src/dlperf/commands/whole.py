@@ -56,9 +56,17 @@ def _shared(table: Any, groups: list[list[int]]) -> list[Any]:
     from rich.text import Text
 
     kept = {i for group in groups for i in group}
-    said = [f"{c.header} {c._cells[0]}" for i, c in enumerate(table.columns)
-            if i not in kept and c._cells and str(c._cells[0]).strip()]  # fmt: skip
+    said = [f"{_plain(c.header)} {_plain(c._cells[0])}" for i, c in enumerate(table.columns)
+            if i not in kept and c._cells and _plain(c._cells[0]).strip()]  # fmt: skip
     return [Text(f"all rows: {', '.join(said)}")] if said else []
+
+
+def _plain(cell: Any) -> str:
+    """A cell's text as printed: a str cell is rich markup (`net\\[a-rather-long-name]` printed as
+    `net[a-rather-long-name]`: "all rows:" showed the escape)."""
+    from rich.text import Text
+
+    return Text.from_markup(cell).plain if isinstance(cell, str) else str(cell)
 
 
 def _column_need(table: Any, console: Any, options: Any, column: Any) -> int:
