@@ -18,15 +18,45 @@ if TYPE_CHECKING:
 
 
 class WholeWords(argparse.HelpFormatter):
-    """argparse's help, its lines broken between words only: textwrap's default broke a token too long for the line
-    ("e.g. fp3" over "2,bf16+channels_last", "src/d" over "lperf/...") or at its hyphen ("built-" over "in")."""
+    """argparse's help, its lines broken between words: textwrap's default broke a token too long for the line
+    ("e.g. fp3" over "2,bf16+channels_last", "src/d" over "lperf/...") or at its hyphen ("built-" over "in"). A
+    token longer than the line is broken after a ',' or '/' in it (a list of modes, a path), never inside a name."""
 
     def _split_lines(self, text: str, width: int) -> list[str]:
-        return textwrap.wrap(" ".join(text.split()), width, break_long_words=False, break_on_hyphens=False)
+        return _TokenWrapper(width, break_long_words=False, break_on_hyphens=False).wrap(" ".join(text.split()))
+
+    def format_help(self) -> str:
+        # the usage's groups (`list`'s [--all | ... | --comm]) and the sections' titles argparse never breaks
+        return "\n".join(part for line in super().format_help().split("\n") for part in _folded(line, self._width))
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
-                             break_long_words=False, break_on_hyphens=False)  # fmt: skip
+        return _TokenWrapper(width, initial_indent=indent, subsequent_indent=indent, break_long_words=False,
+                             break_on_hyphens=False).fill(" ".join(text.split()))  # fmt: skip
+
+
+def _folded(line: str, width: int) -> list[str]:
+    """`line` in lines of `width` at most, each broken before a space or after a ',' or '|', the rest as indented as
+    it was: as it is where it has no such place."""
+    lines, indent = [], " " * (len(line) - len(line.lstrip()))
+    while len(line) > width:
+        at = max((i for i in range(len(indent) + 1, width + 1) if line[i - 1] in ",|" or line[i] == " "), default=0)
+        if not at:
+            break
+        lines.append(line[:at].rstrip())
+        line = indent + line[at:].lstrip()
+    return [*lines, line]
+
+
+class _TokenWrapper(textwrap.TextWrapper):
+    """textwrap, a word longer than the line cut into pieces ending at each ',' or '/': textwrap puts as many as fit on
+    a line with nothing between them (`predict --help` at 60 columns had a 61-character line of modes)."""
+
+    def _split(self, text: str) -> list[str]:
+        import re
+
+        room = self.width - len(self.subsequent_indent)
+        return [piece for chunk in super()._split(text)
+                for piece in (re.findall(r"[^,/]*[,/]|[^,/]+", chunk) if len(chunk) > room else [chunk])]  # fmt: skip
 
 
 class Parser(argparse.ArgumentParser):
