@@ -225,7 +225,7 @@ def test_list_fits_the_terminal_with_a_gap_between_columns(what, capsys, monkeyp
     # a row longer than the log's 160 columns is one line in a pipe too: horovod's reason was three
     first, last = {
         "--frameworks": ("horovod ", "then farmhash)"),
-        "--parallel": ("each rank  a 1/N", "reduce-scattered"),
+        "--parallel": ("each rank", "gradients reduce-scattered"),
     }.get(what[0] if what else "", ("lstm ", "6,182,672"))
     assert any(line.strip().startswith(first) and line.endswith(last) for line in text.splitlines()), text
     assert not [line for line in text.splitlines() if line.endswith(" ")]  # `| grep 'fp32$'` found no row

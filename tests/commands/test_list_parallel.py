@@ -2,6 +2,7 @@
 not, without importing a framework; and `dlperf env install horovod` as a one-line refusal."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -37,6 +38,19 @@ def test_list_parallel_text_names_each_strategy_what_a_rank_holds_and_why_not():
     assert "  each replica  the whole model on each replica" in proc.stdout
     assert "gpipe (torch; --scaling strong; --microbatches)" in lines
     assert f"  here          no: {envs.UNINSTALLABLE['horovod']}" in lines
+
+
+def test_list_parallel_starts_every_strategys_values_at_one_column(monkeypatch, capsys):
+    """Each strategy was a table of its own, its values starting where its own labels ended: "each rank" strategies'
+    at column 13, "each replica" ones' at 16."""
+    from dlperf.cli import main
+
+    for columns in ("60", "100"):
+        monkeypatch.setenv("COLUMNS", columns)
+        assert main(["list", "--parallel"]) == 0
+        labelled = [line for line in capsys.readouterr().out.splitlines() if re.match(r"  (engine|each|here) ", line)]
+        starts = {len(re.match(r"  \S+( \S+)? +", line)[0]) for line in labelled}
+        assert starts == {len("  each replica  ")}, (columns, starts)
 
 
 def test_a_strategy_whose_framework_has_no_environment_says_how_to_get_one(tmp_path, monkeypatch):

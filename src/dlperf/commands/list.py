@@ -90,9 +90,10 @@ DATA_LINE = (
 )
 
 
-def columns(head: list[str], rows: list[list[str]], right: tuple[str, ...] = ()) -> Any:
+def columns(head: list[str], rows: list[list[str]], right: tuple[str, ...] = (), first: int | None = None) -> Any:
     """A list's rows as a table without lines, two spaces between its columns: printed by `print_rich`, it fits the
-    terminal (its text wrapped between words, in parts where it must), and in a pipe each row is one line to grep."""
+    terminal (its text wrapped between words, in parts where it must), and in a pipe each row is one line to grep.
+    `first`: the first column's width at least (tables printed one under another, their columns aligned)."""
     from rich.table import Table
     from rich.text import Text
 
@@ -100,7 +101,9 @@ def columns(head: list[str], rows: list[list[str]], right: tuple[str, ...] = ())
 
     table = Table(box=None, pad_edge=False, header_style="bold", show_header=any(head))
     for i, name in enumerate(head):  # the first, a row's name, never wrapped
-        table.add_column(name, justify="right" if name in right else "left", no_wrap=i == 0)
+        table.add_column(
+            name, justify="right" if name in right else "left", no_wrap=i == 0, min_width=first if i == 0 else None
+        )
     for row in rows:
         table.add_row(*(Text(terminal(v)) for v in row))
     table.one_row_a_line = True  # read by `print_rich`: in a pipe no column wraps (horovod's reason was 3 lines)
@@ -206,14 +209,15 @@ def list_parallel(fmt: str) -> int:
         return ExitCode.OK
     from dlperf.commands.common import print_rich
 
-    for r in rows:
+    labels = ["  engine", "  each rank", "  each replica", "  here"]
+    for r in rows:  # a table each, under its heading: the values aligned by the first column's width
         scalings = f"; --scaling {', '.join(r.scalings)}" if r.scalings else ""
         micro = "; --microbatches" if r.pipeline else ""
         here = "measurable" + (f"; {r.needs}" if r.needs else "") if r.measurable else f"no: {r.reason}"
         holds = "  each rank" if r.processes else "  each replica"
         said = [["  engine", r.engine], [holds, r.splits], ["  here", here]]
         print_rich(None, lines=[f"{r.name} ({', '.join(r.frameworks)}{scalings}{micro})"])
-        print_rich(columns(["", ""], said))
+        print_rich(columns(["", ""], said, first=max(map(len, labels))))
     return ExitCode.OK
 
 
