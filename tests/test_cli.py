@@ -284,7 +284,7 @@ def test_list_frameworks_says_the_modes_each_backend_runs():
     assert rows["jax"]["modes"] == ["fp32", "bf16", "malloc_keep", "tcmalloc", "jemalloc"]
     assert rows["tensorflow"]["modes"][:3] == ["fp32", "bf16", "compile"] and rows["caffe"]["modes"] is None
     assert {"cuda_graphs", "fused", "tf32"} <= set(rows["torch"]["modes"])
-    text = dlperf("list", "--frameworks").stdout
+    text = dlperf("list", "--frameworks", env={"COLUMNS": ""}).stdout  # a pipe: pytest-xdist's workers set COLUMNS
     assert "each also the allocator's: malloc_keep, tcmalloc, jemalloc):\n" in text
     rows = [line.split() for line in text.splitlines()]
     assert ["jax", "fp32,", "bf16"] in rows and ["mxnet", "fp32"] in rows

@@ -29,7 +29,7 @@ def test_list_parallel_json_has_every_strategy_and_horovod_with_its_reason():
 
 
 def test_list_parallel_text_names_each_strategy_what_a_rank_holds_and_why_not():
-    proc = dlperf("list", "--parallel")
+    proc = dlperf("list", "--parallel", env={"COLUMNS": ""})  # a pipe (pytest-xdist's workers set COLUMNS=80)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     heads = [line.split(" (")[0] for line in lines if not line.startswith(" ")]

@@ -98,7 +98,7 @@ def test_env_list_and_the_refusals(data_dir):
     by_name = {r["framework"]: r for r in listed}
     assert by_name["jax"]["installed"] and by_name["jax"]["used"] == "dedicated"
     assert not by_name["tensorflow"]["installed"] and "dlperf env install tensorflow" in by_name["tensorflow"]["reason"]
-    text = dlperf("env", "list", env={"DLPERF_DATA_DIR": str(data_dir)}).stdout
+    text = dlperf("env", "list", env={"DLPERF_DATA_DIR": str(data_dir), "COLUMNS": ""}).stdout  # a pipe (xdist: 80)
     assert f"data directory: {data_dir.resolve()}" in text
     for name, words in [
         ("caffe", "no release installs"),
@@ -194,7 +194,7 @@ def test_env_list_says_which_environment_was_installed_with_other_pins(data_dir)
                                       "constraints_sha1": "0" * 40}))  # fmt: skip
         [jax] = [r for r in envs.listing() if r.framework == "jax"]
         assert jax.pins_changed is changed
-    text = dlperf("env", "list", env={"DLPERF_DATA_DIR": str(data_dir)}).stdout
+    text = dlperf("env", "list", env={"DLPERF_DATA_DIR": str(data_dir), "COLUMNS": ""}).stdout  # a pipe (xdist: 80)
     assert "installed with other versions than this dlperf pins: dlperf env install jax updates it" in text
 
 

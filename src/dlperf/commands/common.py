@@ -432,10 +432,14 @@ def print_rich(renderable: Any, lines: Sequence[str] = (), notes: Sequence[str] 
         out.print(terminal(line), highlight=False, markup=False, soft_wrap=whole)
     for note in notes:
         text = f"  note: {terminal(note)}"
-        if not whole:  # rich folds at column 0, a space left at each line's end: the note's lines kept under it
-            text = textwrap.fill(text, out.width, subsequent_indent=" " * 8, break_long_words=False,
-                                 break_on_hyphens=False, drop_whitespace=True)  # fmt: skip
-        out.print(text, highlight=False, markup=False, soft_wrap=whole)  # a word wider than the width: rich folds it
+        if whole:
+            out.print(text, highlight=False, markup=False, soft_wrap=True)
+            continue
+        # rich folds at column 0, a space left at each line's end: the note's lines kept under it; a line that one
+        # word (a path, a command) makes wider than the screen is printed whole, never folded inside the word
+        for line in textwrap.wrap(text, out.width, subsequent_indent=" " * 8, break_long_words=False,
+                                  break_on_hyphens=False, drop_whitespace=True):  # fmt: skip
+            out.print(line, highlight=False, markup=False, soft_wrap=len(line) > out.width)
 
 
 def _print_rows(table: Any) -> None:

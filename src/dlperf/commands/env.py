@@ -89,7 +89,7 @@ def env_list(fmt: str) -> int:
                                    f"{r.framework} updates it"])  # fmt: skip
         else:
             listed.append([f"  {r.framework}", r.reason or ""])
-    print_rich(None, lines=[f"data directory: {envs.data_dir()}"])
+    print(f"data directory: {envs.data_dir()}")  # one line, its path whole, as a script reads it
     print_rich(columns(["", ""], listed))
     return ExitCode.OK
 
