@@ -435,11 +435,11 @@ def print_rich(renderable: Any, lines: Sequence[str] = (), notes: Sequence[str] 
         if whole:
             out.print(text, highlight=False, markup=False, soft_wrap=True)
             continue
-        # rich folds at column 0, a space left at each line's end: the note's lines kept under it; a line that one
-        # word (a path, a command) makes wider than the screen is printed whole, never folded inside the word
+        # rich folds at column 0, a space left at each line's end: the note's lines kept under it; a word (a path)
+        # the indent pushes past the width starts its line at column 0, whole; one wider than the width rich folds
         for line in textwrap.wrap(text, out.width, subsequent_indent=" " * 8, break_long_words=False,
                                   break_on_hyphens=False, drop_whitespace=True):  # fmt: skip
-            out.print(line, highlight=False, markup=False, soft_wrap=len(line) > out.width)
+            out.print(line if len(line) <= out.width else line.lstrip(), highlight=False, markup=False)
 
 
 def _print_rows(table: Any) -> None:
