@@ -182,7 +182,7 @@ def test_resume_reads_its_data_again_and_its_dry_run_measures_nothing(tmp_path):
 
     data.rename(tmp_path / "moved")
     for flags in (["--dry-run"], []):
-        one_line_error(dlperf("run", "--resume", *flags, db=db), "--resume: run 1's --data", "no train-images")
+        one_line_error(dlperf("run", "--resume", *flags, db=db), "--resume: run 1's --data", "no such directory")
     (tmp_path / "moved").rename(data)
     proc = dlperf("run", "--resume", "--dry-run", db=db)
     assert proc.returncode == 0, proc.stderr
