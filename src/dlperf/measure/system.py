@@ -251,7 +251,18 @@ def pin_cpus(
     return sorted((firsts + siblings)[: max(0, threads)])
 
 
-HOLD_LOOK_S = 0.05  # how long `hold_threads` watches the CPUs' busy counters before it picks the least busy
+HOLD_LOOK_S = 0.05  # how long `busy_lately` watches the CPUs' busy counters before the least busy are picked
+
+
+def busy_lately(cpus: list[int], root: str = "/") -> dict[int, int]:
+    """Each of `cpus`' busy ticks over the next HOLD_LOOK_S: what `pin_cpus` picks the least busy by, for a held
+    cell's threads (`hold_threads`) and a `--pin`ned cell's process (`runner/sweep.py`) alike."""
+    import time
+
+    before = cpu_busy_ticks(root)
+    time.sleep(HOLD_LOOK_S)
+    after = cpu_busy_ticks(root)
+    return {cpu: after.get(cpu, 0) - before.get(cpu, 0) for cpu in cpus}
 
 
 def hold_threads(threads: int, root: str = "/") -> list[int] | None:
@@ -263,15 +274,10 @@ def hold_threads(threads: int, root: str = "/") -> list[int] | None:
     dispatch beside XLA's pool, MXNet's engine worker beside the Python thread that feeds it): they then share the
     cell's `threads` cores instead of taking more. Some threads may already run (numpy's OpenBLAS pool, unless
     OPENBLAS_NUM_THREADS=1 as in dlperf's workers), hence each one. Returns the CPUs held to, or None."""
-    import time
-
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) <= threads:
         return None
-    before = cpu_busy_ticks(root)
-    time.sleep(HOLD_LOOK_S)
-    after = cpu_busy_ticks(root)
-    held = pin_cpus(threads, cpus, root, {cpu: after.get(cpu, 0) - before.get(cpu, 0) for cpu in cpus})
+    held = pin_cpus(threads, cpus, root, busy_lately(cpus, root))
     for task in os.listdir("/proc/self/task"):
         try:
             os.sched_setaffinity(int(task), held)

@@ -21,7 +21,7 @@ from typing import Protocol
 from dlperf import envs
 from dlperf.errors import MissingDependency, StoreFault, UsageError
 from dlperf.measure.gate import Gate
-from dlperf.measure.system import affinity_cpus, pin_cpus
+from dlperf.measure.system import affinity_cpus, busy_lately, pin_cpus
 from dlperf.modes import Mode, changes_arithmetic, mode_components
 from dlperf.parallel import Rendezvous, distributed
 from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, Event, MultiWorkerTask, Start
@@ -157,7 +157,9 @@ def child_task(task: Task, ctx: SweepContext) -> CellTask | DDPTask:
     }
     on_cpu = spec.pin and cell.device == "cpu"
     if not distributed(cell.nproc, cell.parallel):  # a plain cell, or MirroredStrategy's replicas in one process
-        pins = pin_cpus(cell.threads * max(1, cell.nproc)) if on_cpu else None
+        # the least busy CPUs, as a held cell's threads take them (`hold_threads`): the lowest-numbered were taken
+        # whatever ran there (a loop on CPU 0, `taskset -c 0`: a 1-thread cell was pinned beside it on CPU 0)
+        pins = pin_cpus(cell.threads * max(1, cell.nproc), busy=busy_lately(affinity_cpus())) if on_cpu else None
         return CellTask(**common, pin_cpus=pins, memory_limit=spec.max_memory)
     per_node = cell.nproc // spec.nnodes
     pins = ddp_pins(cell.threads, per_node) if on_cpu else None
