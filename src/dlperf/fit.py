@@ -33,7 +33,7 @@ from dlperf.report.fit import NO_KERNEL  # oneDNN's refusal, as the report reads
 from dlperf.report.format import duration
 from dlperf.spec import FIT_MAX_BATCH, FIT_TIMER, RunSpec, make_spec
 from dlperf.store.records import CellRecord
-from dlperf.vocab import KILLED_OUT_OF_MEMORY, OUT_OF_MEMORY, ExitCode, Status
+from dlperf.vocab import KILLED_OUT_OF_MEMORY, LOAD_UNREAD, OUT_OF_MEMORY, ExitCode, Status
 
 DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
 
@@ -83,7 +83,9 @@ class Try:
         oom = out_of_memory(cell)
         rate = batch / cell.median_s if fitted(cell) and cell.median_s else None
         # and a loss that was not finite: the batch fits, but the steps timed did not train (optimize's NaN model)
-        said = tuple(w for w in cell.warnings if note_kind(w) == "noise" or w.startswith("loss not finite:"))
+        # not a load left unread: a try's timer is short on purpose (`FIT_TIMING`), and its rate an aside
+        said = tuple(w for w in cell.warnings if (note_kind(w) == "noise" and not w.startswith(LOAD_UNREAD))
+                     or w.startswith("loss not finite:"))  # fmt: skip
         timing = said if rate else ()
         faults = cell.minor_faults_per_step if rate and cell.device == "cpu" else None
         data = cell.memory_figures.get("data_peak_bytes") if cell.ok else None

@@ -358,6 +358,8 @@ class Sampled(Event):
     median_s: float | None
     steal_fraction: float | None = None
     others_cpu_share: float | None = None
+    # why `others_cpu_share` is None where the steps were too short to read it (`worker/cell.load`)
+    others_unread: str | None = None
     cpu_utilization: float | None = None  # cores kept busy on average: ~threads when it scales
     # the process's minor page faults (all its threads) over the timed steps, a step: faults served without the disk,
     # a page touched first since it was mapped (memory mapped afresh, a grown heap), copied on write, or file-cached

@@ -105,4 +105,7 @@ class Bound(StrEnum):
     INPUT = "input"  # the input pipeline
 
 
+# the start of a cell's warning where a process was timed too briefly to read other processes' load (`runner/collect`):
+# a disturbance as a load read is (`report.charts.disturbances`: `?`, no star), for it may have been one
+LOAD_UNREAD = "other processes' load not read"
 LOSS_CHECK_BROKE = "the check could not run"  # a loss check's reason where the check itself failed (`worker/cell.py`)

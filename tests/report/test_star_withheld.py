@@ -71,3 +71,18 @@ def test_the_report_says_why_a_row_stars_nothing_as_the_table_does():
     data = SimpleNamespace(runs=[SimpleNamespace(id=1)], cells=cells, samples={}, sources={}, notes=[])
     said = html._table7(data)
     assert "no fastest thread count starred in fcn-s torch (cpu:2, cpu:1): a tie" in said
+
+
+def test_a_cell_whose_load_was_not_read_is_marked_and_withholds_the_star():
+    """A cell timed for 0.25 s on 2 CPUs, too briefly for the CPUs' busy counters, had no share of other processes'
+    load and read as quiet beside a loop that held a CPU: `418 µs*`. Not read is not quiet: `?`, no star, and one
+    note naming each such cell with its window."""
+    unread = ("other processes' load not read: its warm-up and timed steps took 0.26 s, under the 0.30 s the CPUs' "
+              "busy counters need here: a --min-time of 0.3 s or more reads it")  # fmt: skip
+    view = table.build(1, [cell(1, 0.000418, warnings=[unread]), cell(2, 0.000527, warnings=[unread])])
+    assert view.rows[0].best_cpu_column() is None
+    assert table.row_values(view, view.rows[0])[3:] == ["418 µs? n=20", "527 µs? n=20"]
+    assert "no fastest thread count starred in fcn-s torch: a compared cell was disturbed (above)" in view.notes
+    [said] = [n for n in view.notes if "load not read" in n]
+    assert said.startswith("other processes' load not read: these cells' warm-up and timed steps were too short")
+    assert said.endswith("fcn-s torch cpu:1 (0.26 s), fcn-s torch cpu:2 (0.26 s)")

@@ -326,3 +326,45 @@ def test_a_loss_check_not_run_gives_its_times_in_the_units_of_the_table_beside_i
     events = []
     worker.stop_early(slow, 0.00143, events.append)
     assert first(events, LossCheck).reason == "not checked: 4.5x slower than 317 µs"
+
+
+def reading(at: float, busy: float, family: float = 0.0) -> worker.Since:
+    """The counters at `at`: `busy` CPU-seconds of the machine's, `family` of this process's family."""
+    return worker.Since({"user": busy, "idle": 1000.0}, family, at)
+
+
+def test_a_timed_window_too_short_to_read_the_load_is_read_from_the_warm_ups_start_or_said_not_read():
+    """A cell timed for 0.25 s on 2 CPUs had no share of other processes' load (0.3 s needed there), which read as
+    quiet while a loop held a CPU: it won the thread-count star. The warm-up's start gives a longer window; where even
+    that is too short, the share is None and the reason says so, never a quiet 0."""
+    need, cpus = worker.system.share_window_s(), worker.os.cpu_count() or 1
+    timed, end = reading(10.0, 100.0), reading(10.0 + need / 2, 100.0 + cpus * need / 2)  # every CPU busy throughout
+    share, why = worker.load(timed, end)
+    assert share is None and why.startswith(f"its timed steps took {need / 2:.2f} s, under the {need:.2f} s")
+    warm = reading(10.0 - need, 100.0 - cpus * need)
+    assert worker.load(timed, end, warm) == (pytest.approx(1.0), None)  # the whole machine, read from the warm-up
+    share, why = worker.load(timed, end, reading(9.99, 100.0 - cpus * 0.01))
+    assert share is None and why.startswith("its warm-up and timed steps took")
+    long_end = reading(10.0 + need, 100.0, family=0.0)
+    assert worker.load(timed, long_end, warm) == (0.0, None)  # long enough alone: the timed steps' own, quiet
+
+
+def test_a_cell_timed_too_briefly_says_its_load_was_not_read_and_is_marked_disturbed(monkeypatch):
+    """In process, through `measure`: a cell of instant steps timed for 0.05 s stores no share and why, and its
+    figures carry the note that makes it `?` and withholds a star (`charts.disturbances`)."""
+    from dlperf.report.charts import disturbances
+    from dlperf.vocab import LOAD_UNREAD
+
+    fake_backend(monkeypatch)
+    task = CellTask(Cell("tiny-fcn-r", "fake", "cpu", 1, "fp32"), 0, BUILTIN["tiny-fcn-r"].to_json(),
+                    TimerConfig(min_steps=3, min_time=0, max_time=0.05, max_warmup=2))  # fmt: skip
+    events = []
+    worker.measure(task, events.append)
+    sampled = first(events, Sampled)
+    assert sampled.others_cpu_share is None and sampled.others_unread.startswith("its warm-up and timed steps took")
+    m = measurement(events, ChildResult(0, False, 1.0, ""), timeout=60)
+    figures = cell_figures([m], batch=16, threads=1, cores=2, device="cpu")
+    [said] = [w for w in figures.warnings if w.startswith(LOAD_UNREAD)]
+    assert said == f"{LOAD_UNREAD}: {sampled.others_unread}"
+    cell = types.SimpleNamespace(warnings=figures.warnings)
+    assert said in disturbances(cell)

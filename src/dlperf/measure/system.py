@@ -370,6 +370,13 @@ BUSY_FIELDS = ("user", "nice", "system", "irq", "softirq")
 SHARE_RESOLUTION = 0.05
 
 
+def share_window_s() -> float:
+    """The shortest window `others_cpu_share` reads a share over on this machine: (CPUs + 1) ticks within
+    SHARE_RESOLUTION of its capacity, 0.3 s on 2 CPUs, 0.4 s on one, about 0.2 s on many."""
+    cpus = os.cpu_count() or 1
+    return (cpus + 1) / os.sysconf("SC_CLK_TCK") / (cpus * SHARE_RESOLUTION)
+
+
 def others_cpu_share(
     before: dict[str, float], after: dict[str, float], own_cpu_s: float, wall_s: float
 ) -> float | None:
@@ -380,7 +387,7 @@ def others_cpu_share(
     multi-threaded step just as much, and only shows as busy time that is not ours. None where a window is too short
     for the counters' ticks (`SHARE_RESOLUTION`: 0.3 s on 2 CPUs); at most the whole machine."""
     cpus = os.cpu_count() or 1
-    if not before or not after or wall_s * cpus * SHARE_RESOLUTION < (cpus + 1) / os.sysconf("SC_CLK_TCK"):
+    if not before or not after or wall_s < share_window_s():
         return None
     busy = sum(after.get(k, 0.0) - before.get(k, 0.0) for k in BUSY_FIELDS)
     return min(1.0, max(0.0, busy - own_cpu_s) / (wall_s * cpus))

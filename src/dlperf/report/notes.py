@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from dlperf.measure.stats import FEW_SAMPLES
+from dlperf.vocab import LOAD_UNREAD
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,12 @@ KERNEL_TOOK = "the kernel took"
 
 KINDS = (
     Kind("other processes used", "other processes used the CPUs while these cells were timed", r"\d+%"),
+    Kind(
+        LOAD_UNREAD,
+        "other processes' load not read: these cells' warm-up and timed steps were too short for the CPUs' busy "
+        "counters, so they may have been disturbed (a longer --min-time reads it)",
+        r"took (\d+\.\d+ s)",
+    ),
     Kind("CPU steal", "CPU steal time: another virtual machine took this machine's CPU", r"\d+%"),
     Kind("few samples", f"few samples: a median of fewer than {FEW_SAMPLES} timed steps", r"of (\d+) timed"),
     Kind("noisy", "noisy: the steps' IQR is wide against the median", r"\d+%"),

@@ -49,7 +49,7 @@ from dlperf.runner.launch import ChildResult, signal_reason
 from dlperf.runner.outcome import Outcome, outcome, tail
 from dlperf.store.process import ProcessDetail, ProcessMeasurement
 from dlperf.store.records import CellFigures, CellRecord, CompileRecord, LoaderRecord, LossCheckRecord, Provenance
-from dlperf.vocab import OUT_OF_MEMORY, Status
+from dlperf.vocab import LOAD_UNREAD, OUT_OF_MEMORY, Status
 
 NOISY_IQR_RATIO = 0.10
 # The mean step this far above the median: slow steps now and then (a host that stalls, a collector), which the
@@ -70,7 +70,7 @@ def measurement(events: list[Event], child: ChildResult, timeout: float) -> Proc
     built, warm, done = first(events, Built), first(events, Warmup), first(events, Sampled)
     flops, memory, start = first(events, Flops), first(events, Memory), first(events, Start)
     comm, finished = first(events, Comm), first(events, Done)
-    pinned = last(events, Affinity)  # the last: what the cell ran on, where its backend pinned itself (jax)
+    pinned = (all_of(events, Affinity) or [None])[-1]  # the last: what the cell ran on, where its backend pinned itself
     detail = ProcessDetail(
         params=built and built.params,
         build_s=built and built.build_s,
@@ -116,12 +116,6 @@ def known_unsupported(reason: str, python: str) -> ProcessMeasurement:
     child would have recorded, its reason and interpreter, without the child's life."""
     detail = ProcessDetail(python=python, environment=environment_of(python))
     return ProcessMeasurement(status=Status.UNSUPPORTED, error=reason, detail=detail, duration_s=0.0)
-
-
-def last(events: list[Event], kind: type[Event]) -> Event | None:
-    """The latest of `kind` in `events`; None without one."""
-    found = all_of(events, kind)
-    return found[-1] if found else None
 
 
 def timeline(events: list[Event], child: ChildResult) -> list[list] | None:
@@ -188,7 +182,7 @@ def during(events: list[Event]) -> str:
 
 
 # what the machine did while the cell was timed, from the `Sampled` event
-MACHINE_FIGURES = ("steal_fraction", "others_cpu_share", "cpu_utilization", "minor_faults_per_step",
+MACHINE_FIGURES = ("steal_fraction", "others_cpu_share", "others_unread", "cpu_utilization", "minor_faults_per_step",
                    "kernel_cpu_share", "process_hwm_increase_bytes", "pool_threads")  # fmt: skip
 
 
@@ -596,4 +590,6 @@ def _warnings(details: list[ProcessDetail], threads: int, cores: int, device: st
     others = max((d.others_cpu_share or 0.0 for d in details), default=0.0)
     if others > OTHERS_BUSY_SHARE:
         warnings.append(f"other processes used {100 * others:.0f}% of the CPUs while this cell was timed")
+    elif unread := next((d.others_unread for d in details if d.others_unread), None):  # not read is not quiet
+        warnings.append(f"{LOAD_UNREAD}: {unread}")
     return warnings

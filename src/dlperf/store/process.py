@@ -54,6 +54,7 @@ class ProcessDetail(StoredFigures):
     # what the machine did while the cell was timed (`protocol.Sampled`)
     steal_fraction: float | None = None
     others_cpu_share: float | None = None
+    others_unread: str | None = field(default=None, metadata=OPTIONAL)  # why the share is None: too short to read
     cpu_utilization: float | None = None
     minor_faults_per_step: float | None = None
     kernel_cpu_share: float | None = field(default=None, metadata=OPTIONAL)

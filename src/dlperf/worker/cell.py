@@ -20,7 +20,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dlperf import loaders
@@ -84,11 +84,13 @@ def measure(task: CellTask, emit: Reporter, gate: Gate | None = None) -> None:
         emit(Gated())
     last = LastLoss()
     run = step_timer(train, fed, last)
+    since = Since.now()  # a longer window than the timed steps' to read other processes' load over, where needed
     warm = warm_up(run, task.timer)
     emit(Warmup(warm.steps, warm.steady, warm.times))
     if fed is not None:
         fed.restart()  # one wait per timed step, the warm-up's left out
-    sampled = replace(timed_samples(run, task.timer, emit), loss=last.value(), pool_threads=pool_threads(fw))
+    sampled = timed_samples(run, task.timer, emit, since=since)
+    sampled = replace(sampled, loss=last.value(), pool_threads=pool_threads(fw))
     if fed is not None:
         emit(Loader(fed.figures()))
         fed.close()
@@ -269,33 +271,66 @@ def still_trains(fw, workload: Workload, device: str, mode: str) -> LossCheck:
     return LossCheck(figures.get("ok"), figures.get("reason"), LossCheckFigures.of(figures) or LossCheckFigures())
 
 
+@dataclass(frozen=True)
+class Since:
+    """The machine's CPU counters, this process family's CPU time and the clock at one moment (the warm-up's start):
+    where the timed steps alone are too short to read other processes' load over, it is read from here (`load`)."""
+
+    machine: dict[str, float]
+    family_s: float
+    at: float
+
+    @classmethod
+    def now(cls) -> Since:
+        return cls(system.cpu_times(), system.family_cpu_s(), time.perf_counter())
+
+
+def load(timed: Since, end: Since, since: Since | None = None) -> tuple[float | None, str | None]:
+    """Other processes' share of the CPUs from `timed` (the timed steps' start) to `end`; where that window is too
+    short for the counters' ticks (`system.share_window_s`), from `since` (the warm-up's start) instead; where even
+    that is, no share and why: a cell timed for 0.25 s on 2 CPUs had no share, read as quiet while a loop took a
+    CPU, and won the thread-count star. None and None where the counters cannot be read at all."""
+    need = system.share_window_s()
+    start = timed if since is None or end.at - timed.at >= need else since
+    share = system.others_cpu_share(start.machine, end.machine, end.family_s - start.family_s, end.at - start.at)
+    if share is not None or not start.machine or not end.machine:
+        return share, None
+    steps = "timed steps" if start is timed else "warm-up and timed steps"
+    return None, (f"its {steps} took {end.at - start.at:.2f} s, under the {need:.2f} s the CPUs' busy counters "
+                  f"need here: a --min-time of {math.ceil(round(need * 10, 6)) / 10:g} s or more reads it")  # fmt: skip
+
+
 def timed_samples(
-    run, cfg: TimerConfig, emit: Reporter, clock=time.perf_counter, own: Callable[[float], float] = lambda t: t
-) -> Sampled:
-    """The timed steps, each sample emitted as it is taken; returns what the machine did meanwhile.
+    run, cfg: TimerConfig, emit: Reporter, clock=time.perf_counter, own: Callable[[float], float] = lambda t: t,
+    since: Since | None = None,
+) -> Sampled:  # fmt: skip
+    """The timed steps, each sample emitted as it is taken; returns what the machine did meanwhile (other processes'
+    load read from `since` where the timed steps are too short for it: `load`).
 
     `clock` and `own` are for a DDP process: `run` returns the step's slowest time over the processes and `clock`
     sums those, so the stopping rule decides alike everywhere; `own(t)` is the process's own time of that step,
     which is what it emits."""
     # the high-water mark reset to the resident set, then that set read: read before, one freed page between the two
     # made the increase negative (-131072 bytes), which a high-water mark cannot be
-    before, hwm_reset, rss_before = system.cpu_times(), system.reset_rss_hwm(), system.rss_bytes()
-    family_before = system.family_cpu_s()  # with a loader's worker processes, whose CPU is no other process's
-    own_before, wall_before, faults_before = os.times(), time.perf_counter(), _minor_faults()
+    hwm_reset, rss_before = system.reset_rss_hwm(), system.rss_bytes()
+    before = Since.now()  # with a loader's worker processes, whose CPU is no other process's
+    own_before, faults_before = os.times(), _minor_faults()
     batch = SampleBatch(emit)
     try:
         samples = sample(run, cfg, on_sample=lambda t: batch.add(own(t)), clock=clock)
     finally:
         batch.flush()  # a step that raised keeps the samples before it
-    own_after, after, wall = os.times(), system.cpu_times(), time.perf_counter() - wall_before
+    own_after, after = os.times(), Since.now()
+    wall = after.at - before.at
     own_cpu, kernel_cpu = _cpu_s(own_after) - _cpu_s(own_before), own_after.system - own_before.system
-    family_cpu = system.family_cpu_s() - family_before
     faults = _minor_faults() - faults_before
+    others, unread = load(before, after, since)
     return Sampled(
         n=len(samples),
         median_s=statistics.median(samples) if samples else None,
-        steal_fraction=system.steal_fraction(before, after),
-        others_cpu_share=system.others_cpu_share(before, after, family_cpu, wall),
+        steal_fraction=system.steal_fraction(before.machine, after.machine),
+        others_cpu_share=others,
+        others_unread=unread,
         cpu_utilization=own_cpu / wall if wall > 0 else None,
         minor_faults_per_step=faults / len(samples) if samples else None,
         kernel_cpu_share=min(1.0, kernel_cpu / own_cpu) if own_cpu > 0 else None,  # all of it: 1.0000000000000036

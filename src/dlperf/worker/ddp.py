@@ -84,7 +84,8 @@ def measure(task: DDPTask, emit: Reporter, engine: Callable[[], Engine] = torch_
     # Not measured: while the processes wait on each other's sockets the kernel is busy in ways no process is
     # charged for (here 3.9 of 9.4 busy CPU-seconds with two processes): busy time that is not this process's
     # would wrongly say another program ran.
-    emit(replace(sampled, others_cpu_share=None, median_s=statistics.median(mine) if mine else None))
+    unmeasured = {"others_cpu_share": None, "others_unread": None}
+    emit(replace(sampled, **unmeasured, median_s=statistics.median(mine) if mine else None))
     if task.count_flops:
         emit(count_flops(train))
     memory = measure_memory(train)  # every rank's, always: memory per rank is what sets strategies apart
