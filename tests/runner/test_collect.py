@@ -153,6 +153,25 @@ def test_processes_whose_medians_are_far_apart_are_said_and_make_the_cell_distur
     assert not any(w.startswith("processes disagree") for w in close.warnings)  # 1.3x: processes of a shared machine
 
 
+def test_processes_that_disagree_are_advised_for_what_ran_where_one_was_left_out_for_its_few_steps():
+    """A cell of --repeats 3 whose third process had only 2 steps (left out of the median) was told to rerun "with
+    --repeats 3 or more": the advice counted the processes kept, not those run. It asks for what was missing: steps
+    enough in each process; and --repeats 3 still where fewer than 3 ran."""
+    groups = ([0.133 + 1e-4 * (i % 3) for i in range(12)], [0.247 + 1e-4 * (i % 3) for i in range(6)], [1.62, 1.62])
+    fig = cell_figures([measurement(events(g), OK_CHILD, 60) for g in groups], batch=64, threads=2, cores=2,
+                       device="cpu")  # fmt: skip
+    [said] = [w for w in fig.warnings if w.startswith("processes disagree")]
+    assert said.endswith("rerun on a quiet machine, with a --max-time long enough for 6 timed steps in each process "
+                         "(1 of the 3 left out for fewer)")  # fmt: skip
+    assert "--repeats" not in said
+    shuffled = cell_figures([measurement(events(g), OK_CHILD, 60) for g in groups[::-1]], batch=64, threads=2,
+                            cores=2, device="cpu")  # fmt: skip
+    assert [w for w in shuffled.warnings if w.startswith("processes disagree")] == [said]  # in any order
+    [alone] = [w for w in cell_figures([measurement(events(g), OK_CHILD, 60) for g in (groups[0], groups[1])],
+               batch=64, threads=2, cores=2, device="cpu").warnings if w.startswith("processes disagree")]  # fmt: skip
+    assert alone.endswith("rerun on a quiet machine, with --repeats 3 or more")
+
+
 def test_with_several_processes_the_interval_is_that_of_the_median_of_their_medians():
     """Two processes whose steps differ (280 and 323 us): the pooled steps' order-statistics interval sat around one
     process and left out the cell's own median (302 us), so a cell said "302 us, 95% interval 280.1-280.7 us". The

@@ -422,11 +422,15 @@ def loader_summary(measurements: list[ProcessMeasurement]) -> LoaderRecord | Non
 
 def disagreeing(groups: list[list[float]], median_s: float) -> list[str]:
     """The processes the cell's median counts (`stats.counted`), where their medians are PROCESSES_APART or more
-    apart: no step time of the model's lies in the figure between them."""
-    medians = sorted(statistics.median(g) for g in counted(groups))
+    apart: no step time of the model's lies in the figure between them. The advice is for what ran: a cell of 4
+    processes was told to take 3, one of `--repeats 3` whose third was left out for its 2 steps too."""
+    ran, medians = [g for g in groups if g], sorted(statistics.median(g) for g in counted(groups))
     if len(medians) < 2 or medians[0] <= 0 or medians[-1] / medians[0] < PROCESSES_APART:
         return []
-    more = "" if len(medians) >= 3 else ", with --repeats 3 or more"  # a cell of 4 processes was told to take 3
+    left, more = len(ran) - len(medians), [] if len(medians) >= 3 or len(ran) >= 3 else ["--repeats 3 or more"]
+    more += [f"a --max-time long enough for {FEW_SAMPLES} timed steps in each process ({left} of the {len(ran)} left "
+             "out for fewer)"] if left and len(medians) < 3 else []  # fmt: skip
+    more = f", with {' and '.join(more)}" if more else ""
     return [f"processes disagree: their medians {units.seconds(medians[0])} to {units.seconds(medians[-1])}, "
             f"{medians[-1] / medians[0]:.1f}x apart, and the cell's {units.seconds(median_s)} their median: rerun on a "
             f"quiet machine{more}"]  # fmt: skip
