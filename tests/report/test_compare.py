@@ -137,6 +137,26 @@ def test_processes_without_samples_do_not_count():
     assert result.verdict == Verdict.TOO_LITTLE_DATA and len(result.a_process_medians) == 1
 
 
+def test_processes_the_cells_median_leaves_out_are_left_out_of_the_ratio_and_the_test_and_said():
+    """B/A read 1.196 [0.008, 180.143] for A 0.190 s and B 27.4 ms: B's processes of 1 and 2 steps (2.31 s, 1.43 s),
+    which its median leaves out (`stats.counted`), outweighed its one of 32. The ratio, the test and the process
+    counts use the processes the medians count, and a note says which were left out."""
+    steady = lambda level, n: [level * (1 + 0.001 * (i % 3)) for i in range(n)]  # noqa: E731
+    a = [steady(0.133, 12), steady(0.247, 6), [1.62, 1.62]]
+    b = [[2.31], steady(0.0274, 32), [1.43, 1.43]]
+    result = one_cell(a, b)
+    assert result.ratio == pytest.approx(0.0274 / (0.133 * 0.247) ** 0.5, rel=0.01)  # B faster, as its median 27.4 ms
+    assert (len(result.a_process_medians), len(result.b_process_medians)) == (2, 1)
+    assert result.verdict == Verdict.TOO_LITTLE_DATA and result.left_out == "A 1 of 3, B 2 of 3"
+    assert result.reason.startswith("B has 1 process of 6 timed steps or more; measure both runs with --repeats 3 or "
+                                    "more, each process timed for 6 steps or more (a longer --max-time), for a")  # fmt: skip
+    c = cell()
+    whole = compare([record(c, a)], [record(c, b)], {c.cell.key: a}, {c.cell.key: b})
+    [said] = [n for n in whole.notes() if "left out" in n]
+    assert said.endswith("as the cells' medians leave them out: fcn-r torch cpu:1 fp32 (A 1 of 3, B 2 of 3)")
+    assert not one_cell(processes(1, 3, 0.1), processes(2, 3, 0.1)).left_out
+
+
 def test_zero_spread_of_the_per_process_medians_is_too_little_data():
     result = one_cell([[0.1, 0.1], [0.1]], [[0.2], [0.2, 0.2]])
     assert result.verdict == Verdict.TOO_LITTLE_DATA and "zero spread" in result.reason

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from dlperf.measure.stats import FEW_SAMPLES, counted
 from dlperf.measure.units import plural
 from dlperf.report.compare_data import data_note, without_data
 from dlperf.report.compare_side import Side, machine_lines, machine_warning, setting_changes, setting_lines, usable
@@ -65,7 +66,7 @@ class CellResult:
     mode: str
     a_median_s: float
     b_median_s: float
-    a_process_medians: list[float]  # the median step time of each process with samples
+    a_process_medians: list[float]  # the median step time of each process the cell's median counts (`counted`)
     b_process_medians: list[float]
     ratio: float  # B/A of the per-process medians' geometric means (`log_ratio`): above 1, B is slower
     ci_low: float | None = None  # 95% interval of the ratio (Welch, on log per-process medians)
@@ -78,6 +79,7 @@ class CellResult:
     regression: bool = False  # slower by more than the threshold
     loader: str = ""  # the cells' loader setting (`--data DIR`); "" on synthetic data
     busy: str = ""  # what loaded the machine while either side was timed ("B: other processes used 86% of the CPUs")
+    left_out: str = ""  # processes of too few steps the cells' medians leave out, so the test too ("B 2 of 3")
 
     @property
     def label(self) -> str:
@@ -152,8 +154,12 @@ class Comparison:
         reasons = Counter(c.reason for c in self.cells if c.verdict == Verdict.TOO_LITTLE_DATA)
         busy = [f"{c.label} ({c.busy})" for c in self.cells if c.busy and not c.regression]  # a regression's: its line
         said = [f"timed on a busy machine, so their ratios measure its load as much as the runs: {'; '.join(busy)}"]
+        said = said if busy else []
+        left = [f"{c.label} ({c.left_out})" for c in self.cells if c.left_out]
+        said += [f"processes of fewer than {FEW_SAMPLES} timed steps left out of the ratio, the test and the process "
+                 f"counts, as the cells' medians leave them out: {'; '.join(left)}"] if left else []  # fmt: skip
         return [*(f"{plural(n, 'cell')} with too little data: {why}" for why, n in reasons.items()), *self.data,
-                *(said if busy else []), *self._holm_note()]  # fmt: skip
+                *said, *self._holm_note()]  # fmt: skip
 
     def _holm_note(self) -> list[str]:
         """Why a cell whose interval leaves out 1 reads "no significant change": the interval is the cell's own, the
@@ -186,8 +192,16 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 
 
 def process_medians(processes: Sequence[Sequence[float]]) -> list[float]:
-    """The median of each process that has samples (a failed process may have none): the unit of the test."""
-    return [statistics.median(p) for p in processes if len(p)]
+    """The median of each process the cell's median counts (`stats.counted`: of FEW_SAMPLES timed steps or more,
+    where any has that many; a failed process may have none): the unit of the test. Counting them all turned B/A
+    against the medians: A 0.190 s, B 27.4 ms read 1.196, B's two processes of 1 and 2 disturbed steps outweighing
+    its one of 32."""
+    return [statistics.median(p) for p in counted([list(p) for p in processes])]
+
+
+def left_out(processes: Sequence[Sequence[float]]) -> int:
+    """How many of the processes with samples `process_medians` leaves out."""
+    return sum(1 for p in processes if len(p)) - len(process_medians(processes))
 
 
 def log_ratio(a: Sequence[float], b: Sequence[float]) -> float:
@@ -317,6 +331,9 @@ def _cell(a: CellRecord, b: CellRecord, a_processes, b_processes) -> CellResult:
         process_medians(a_processes), process_medians(b_processes), ratio=b.median_s / a.median_s, loader=a.loader,
         busy=busy(a, b),
     )  # fmt: skip
+    ran = {"A": a_processes, "B": b_processes}
+    left = {name: n for name, processes in ran.items() if (n := left_out(processes))}
+    cell.left_out = ", ".join(f"{name} {n} of {sum(1 for p in ran[name] if len(p))}" for name, n in left.items())
     if cell.a_process_medians and cell.b_process_medians and min(cell.a_process_medians + cell.b_process_medians) > 0:
         cell.ratio = log_ratio(cell.a_process_medians, cell.b_process_medians)  # what the test and interval are about
     differs = _workload_diff(a, b, ignore=MODEL_KEYS)
@@ -324,12 +341,14 @@ def _cell(a: CellRecord, b: CellRecord, a_processes, b_processes) -> CellResult:
         cell.verdict, cell.reason = Verdict.NOT_COMPARABLE, f"the workloads differ: {differs}"
         return cell
     few = [
-        f"{name} has {plural(n, 'process', 'es')} with samples"
+        f"{name} has {plural(n, 'process', 'es')} " + (f"of {FEW_SAMPLES} timed steps or more" if name in left
+                                                        else "with samples")
         for name, n in (("A", len(cell.a_process_medians)), ("B", len(cell.b_process_medians)))
         if n < MIN_PROCESSES
-    ]
+    ]  # fmt: skip
     if few:
-        cell.reason = f"{' and '.join(few)}; {ADVICE}"
+        steps = f", each process timed for {FEW_SAMPLES} steps or more (a longer --max-time)," if left else ""
+        cell.reason = f"{' and '.join(few)}; {ADVICE.replace(' for a verdict', steps + ' for a verdict')}"
         return cell
     tested = welch_log(cell.a_process_medians, cell.b_process_medians)
     if tested is None:
