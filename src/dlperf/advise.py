@@ -145,6 +145,7 @@ class Advice:
     data: bool = False  # --data DIR was given (the CPU's step is on synthetic data where `pipeline` is None)
     threads_cut: tuple[int, ...] = ()  # thread counts the budget left unmeasured: this CPU's step may be faster
     unread: str = ""  # --data DIR that no loader setting could read: why, in place of this CPU's time for its epoch
+    doubt: str = ""  # what makes this CPU's step one not to rely on (`charts.doubt_of`: disturbed, few steps), or ""
 
 
 FLAGS = {"batch": "--batch", "data": "--data", "loaders": "--loaders", "budget_s": "--budget", "samples": "--samples",
@@ -305,8 +306,17 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
     notes += [n for n in side.notes if n.startswith("threads:")]
     notes += quoted_notes(db, side.run_id, cell, ci is not None, tried)
     return Advice(workload.name, workload.batch, costs, ci, side.answer, runs, roofline.uncertainty(), notes,
-                  exit_code, largest, opts.workload, feed, searched, pipeline=pipeline,
-                  data=opts.data != DATA_SYNTHETIC, threads_cut=side.threads_cut, unread=unread)  # fmt: skip
+                  exit_code, largest, opts.workload, feed, searched, pipeline=pipeline, threads_cut=side.threads_cut,
+                  data=opts.data != DATA_SYNTHETIC, unread=unread, doubt=cpu_doubt(cell))  # fmt: skip
+
+
+def cpu_doubt(cell) -> str:
+    """What makes the CPU step quoted one not to rely on, in a chart's words (`charts.doubt_of`), or "": the screen
+    marks it and each figure set against it `?`, as crossover's table does (a step timed beside a loop on 82% of the
+    CPUs read "36.1 times faster than this CPU", unmarked)."""
+    from dlperf.report.charts import doubt_of, doubtful
+
+    return doubt_of([cell]) if doubtful(cell) else ""
 
 
 def once(warn: Callable[[str], None]) -> Callable[[str], None]:

@@ -175,3 +175,33 @@ def test_the_crossover_names_the_mode_its_gpus_are_predicted_in():
     a.crossover.rows[0].gpus["RTX 4090"] = SimpleNamespace(step_s=1e3)  # slower than the CPU
     crossover = next(line for line in view.lines(a) if line.startswith("Crossover"))
     assert "no GPU is predicted faster in fp32 than this CPU's step above (fp32, " in crossover
+
+
+def test_a_disturbed_cpu_step_and_each_figure_set_against_it_are_marked_as_crossover_marks_them():
+    """With a loop on the CPUs, advise printed "15 min for one epoch ... 0.143 s a step" and "36.1 times faster than
+    this CPU" as plain figures, where crossover marks such a step and its speed-ups `?`; only a note far below said
+    other processes used 82%. Each is marked, with a legend line saying what `?` is; a quiet step has none."""
+    from dataclasses import replace
+
+    from dlperf.report.charts import DISTURBED_CELL, DOUBT_MARK
+    from dlperf.report.crossover import Crossover, Row
+
+    a = answer([prediction("T4", 0.01, "fp32")])
+    step = a.costs.cpu.step_s
+    a.crossover = Crossover(1, CNN.name, "fp32", CNN.batch, ["T4"], [Row(CNN.batch, None, {"T4": SimpleNamespace(
+        step_s=0.01)})])  # fmt: skip
+    quiet = view.lines(a)
+    assert not any(DOUBT_MARK in line for line in quiet)
+    busy = view.lines(replace(a, doubt=DISTURBED_CELL))
+    cpu, fastest, crossover = busy[0], busy[1], next(line for line in busy if line.startswith("Crossover"))
+    assert f"{format.seconds(step)}{DOUBT_MARK} a step" in cpu and f"75 min{DOUBT_MARK} for" in cpu
+    assert f"{step / 0.01:.1f}{DOUBT_MARK} times faster than this CPU" in fastest
+    assert f"T4 {step / 0.01:.1f}x{DOUBT_MARK}" in crossover
+    assert busy[-1] == f"{DOUBT_MARK} = this CPU's step, and each figure set against it, from {DISTURBED_CELL} (see " \
+                       "the notes)"  # fmt: skip
+    assert view.to_json(replace(a, doubt=DISTURBED_CELL))["cpu"]["doubtful"] is True
+    from conftest import make_cell
+
+    busy = ["other processes used 82% of the CPUs while this cell was timed"]
+    busy_cell = make_cell("resnet-56", n=40, warnings=busy)
+    assert advise.cpu_doubt(busy_cell) == DISTURBED_CELL and advise.cpu_doubt(make_cell("resnet-56", n=40)) == ""

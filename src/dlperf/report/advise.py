@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 
 from dlperf.measure.units import plural
+from dlperf.report.charts import DOUBT_MARK, doubtful
 from dlperf.report.cost import cheapest_lines, fastest_line, left_out_groups, span, usd, wall
 from dlperf.report.data import ENOUGH_RULE
 from dlperf.report.format import interval, seconds
@@ -22,14 +23,15 @@ def lines(a) -> list[str]:
     x = a.costs
     out = [_cpu_line(a)]
     fastest, fed = x.fastest(), computing(a)
-    versus = _versus(fastest, fed, a.pipeline, x.cpu) if fastest else ""
+    versus = _versus(fastest, fed, a.pipeline, x.cpu, _mark(a)) if fastest else ""
     out.append(fastest_line("Fastest GPU (predicted)", x) + versus)
     out += cheapest_lines(x, "Cheapest", " GPU", " (predicted)")
     if x.left_out:
         out.append("Does not fit (predicted): " + "; ".join(left_out_groups(x)))
     else:
         out.append(f"Does not fit (predicted): none: the step at batch {x.batch} fits every GPU asked, every mode")
-    said = NO_ROOM if a.cpu_why else _crossover(a.crossover, a.asked or a.workload, fed, a.pipeline, unfit(a))
+    said = NO_ROOM if a.cpu_why else _crossover(a.crossover, a.asked or a.workload, fed, a.pipeline, unfit(a),
+                                                  _mark(a))  # fmt: skip
     out.append(f"Crossover (CPU measured, GPUs predicted): {said}")
     if a.feed:
         out.append(f"Input pipeline (measured here, GPUs predicted): {_fed(a.feed, x)}")
@@ -37,7 +39,14 @@ def lines(a) -> list[str]:
         from dlperf.predict.roofline import measured_gpu
 
         out.append(f"GPU figures' uncertainty: {a.uncertainty}; {measured_gpu()}")
+    if a.doubt and a.costs.cpu is not None:  # as crossover's legend says its `?`, the notes saying how
+        out.append(f"{DOUBT_MARK} = this CPU's step, and each figure set against it, from {a.doubt} (see the notes)")
     return out
+
+
+def _mark(a) -> str:
+    """`?` beside this CPU's step and each figure set against it, where the step is not one to rely on (`a.doubt`)."""
+    return DOUBT_MARK if a.doubt else ""
 
 
 def _cpu_line(a) -> str:
@@ -52,9 +61,10 @@ def _cpu_line(a) -> str:
     how = "at its best settings" if a.searched else "at its best thread count with no mode searched"
     loader, on = (f", loader {p.setting}", " on your data, waiting for it included") if p else ("", "")
     on = " on synthetic data: no loader setting was measured (see the notes)" if a.data and not p else on
-    said = (f"On this CPU (measured): {wall(c.time_s)} for {work} {how} ({plural(c.threads, 'thread')}, {c.mode}"
-            f"{loader}; {seconds(c.step_s)} a step at batch {c.batch}{on}{ci}; {c.kwh:.3g} kWh = "
-            f"{usd(c.energy_cost)} at {c.watts:g} W, an assumption)")  # fmt: skip
+    m = _mark(a)
+    said = (f"On this CPU (measured): {wall(c.time_s)}{m} for {work} {how} ({plural(c.threads, 'thread')}, {c.mode}"
+            f"{loader}; {seconds(c.step_s)}{m} a step at batch {c.batch}{on}{ci}; {c.kwh:.3g} kWh{m} = "
+            f"{usd(c.energy_cost)}{m} at {c.watts:g} W, an assumption)")  # fmt: skip
     if a.threads_cut:  # `--budget 10s`: 2 threads alone measured, 5.94 ms, where 1 thread takes 0.19 ms
         cut = ", ".join(map(str, a.threads_cut))
         said += (f"; {plural(len(a.threads_cut), 'thread count')} ({cut}) not measured: the budget ran out, and this "
@@ -137,20 +147,22 @@ def _processes(feed, r) -> str:
     return "one loading process (w0 loads in the training process)" if n == 1 else f"about {n} loading processes"
 
 
-def _versus(r, cpu, pipeline=None, loaded=None) -> str:
+def _versus(r, cpu, pipeline=None, loaded=None, mark: str = "") -> str:
     """How much faster the GPU `r` is predicted than this CPU (`cpu`, fed: `computing`); with --data, against the
-    CPU's step on synthetic data, and against its step with its loader (`loaded`, the CPU line's) beside it."""
+    CPU's step on synthetic data, and against its step with its loader (`loaded`, the CPU line's) beside it. `mark`:
+    `?` after each ratio, where the CPU's step is not one to rely on."""
     if cpu is None or not r.time_s:
         return ""
-    said = _times(cpu.time_s / r.time_s)
+    said = _times(cpu.time_s / r.time_s, mark)
     if pipeline is None or loaded is None or cpu is loaded:
         return f", {said} this CPU"
-    return (f", {said} this CPU on synthetic data, each fed as fast as it computes ({_times(loaded.time_s / r.time_s)} "
-            f"this CPU with its loader {pipeline.setting}, above)")  # fmt: skip
+    with_loader = _times(loaded.time_s / r.time_s, mark)
+    return (f", {said} this CPU on synthetic data, each fed as fast as it computes ({with_loader} this CPU with its "
+            f"loader {pipeline.setting}, above)")  # fmt: skip
 
 
-def _times(ratio: float) -> str:
-    return f"{1 / ratio:.1f} times slower than" if ratio < 1 else f"{ratio:.1f} times faster than"
+def _times(ratio: float, mark: str = "") -> str:
+    return f"{1 / ratio:.1f}{mark} times slower than" if ratio < 1 else f"{ratio:.1f}{mark} times faster than"
 
 
 def unfit(a) -> set[str]:
@@ -160,12 +172,13 @@ def unfit(a) -> set[str]:
     return {r.gpu for r in a.costs.left_out if r.mode == mode}
 
 
-def _crossover(x, asked: str, cpu=None, pipeline=None, unfit: set[str] = frozenset()) -> str:
+def _crossover(x, asked: str, cpu=None, pipeline=None, unfit: set[str] = frozenset(), mark: str = "") -> str:
     """At the user's batch: which GPUs are predicted faster than the CPU measured, or how much slower the best is,
     the GPUs' mode named (the crossover's, fp32, where the Fastest line's GPU may be in bf16: two speed-ups);
     `asked`: the workload as the user named it (a user's file.py:factory), for the command it suggests; `cpu`: the
     CPU line's step (`speedups`), or with --data its step on synthetic data (`computing`), the loader's beside it;
-    `unfit`: the GPUs the step does not fit, left out and named."""
+    `unfit`: the GPUs the step does not fit, left out and named; `mark`: `?` where the CPU line's step is not one to
+    rely on (the crossover's own cell, where it is set against instead, marked by its own doubt)."""
     if x is None or not x.rows:
         return "not measured"
     row = _row(x)
@@ -179,18 +192,19 @@ def _crossover(x, asked: str, cpu=None, pipeline=None, unfit: set[str] = frozens
     command = f"dlperf crossover {shlex.quote(asked)} --batch {x.user_batch}"  # its speed-up at the batch advised
     tail = f"{left} (at your batch only; {command} measures batch by batch)"
     one = _one_step(cpu, row)  # the CPU line's step, named as such
-    mine = f"this CPU's step above ({cpu.mode}, {seconds(cpu.step_s)})" if one else f"this CPU's {x.mode} step"
+    m = mark if one else DOUBT_MARK if row.cpu is not None and doubtful(row.cpu) else ""
+    mine = f"this CPU's step above ({cpu.mode}, {seconds(cpu.step_s)}{m})" if one else f"this CPU's {x.mode} step"
     if one and pipeline and pipeline.synthetic_s:  # the GPUs' steps wait for no data: the CPU's fed, as they are
-        mine = (f"this CPU's step on synthetic data ({cpu.mode}, {seconds(cpu.step_s)}; {seconds(pipeline.step_s)} "
-                f"with its loader {pipeline.setting}, above)")  # fmt: skip
+        mine = (f"this CPU's step on synthetic data ({cpu.mode}, {seconds(cpu.step_s)}{m}; "
+                f"{seconds(pipeline.step_s)}{m} with its loader {pipeline.setting}, above)")  # fmt: skip
     if faster:
-        said = ", ".join(f"{g} {ratios[g]:.1f}x" for g in faster[:SHOWN])
+        said = ", ".join(f"{g} {ratios[g]:.1f}x{m}" for g in faster[:SHOWN])
         more = f" and {len(faster) - SHOWN} more" if len(faster) > SHOWN else ""
         return (f"a GPU pays at your batch {row.batch}: {len(faster)} of {len(ratios)} GPUs predicted faster in "
                 f"{x.mode} than {mine} there: {said}{more}" + tail)  # fmt: skip
     best = max(ratios, key=ratios.get)
     return (f"no GPU is predicted faster in {x.mode} than {mine} at your batch {row.batch}: the closest, "
-            f"{best}, is {1 / ratios[best]:.1f} times slower; a larger batch may pay" + tail)  # fmt: skip
+            f"{best}, is {1 / ratios[best]:.1f}{m} times slower; a larger batch may pay" + tail)  # fmt: skip
 
 
 def _row(x):
@@ -226,6 +240,7 @@ def to_json(a) -> dict:
         "measured": True, "time_s": c.time_s, "step_s": c.step_s, "batch": c.batch, "threads": c.threads,
         "mode": c.mode, "run_id": c.run_id, "step_ci_s": a.cpu_ci, "kwh": c.kwh, "energy_usd": c.energy_cost,
         "threads_not_measured": list(a.threads_cut),  # the budget left them: the step may be faster there
+        "doubtful": bool(a.doubt), "doubt": a.doubt or None,  # the text's `?`: a step, and figures, not to rely on
     }  # fmt: skip
     xo = a.crossover
     row = next((r for r in xo.rows if r.batch == xo.user_batch), None) if xo and xo.rows else None
