@@ -70,7 +70,7 @@ def stood_in(monkeypatch, predictions_s: float, first_s: float, earlier: float |
         opts.first(earlier)
         seen["said"].append("measuring")
         seen["now"] += first_s
-        cpu = SimpleNamespace(threads=2, ci_low_s=None, ci_high_s=None)
+        cpu = SimpleNamespace(threads=2, ci_low_s=None, ci_high_s=None, n=30, warnings=[])
         return crossover.Result(1, SimpleNamespace(rows=[SimpleNamespace(cpu=cpu)]), ExitCode.OK, [], first_s=first_s)
 
     monkeypatch.setattr(advise, "predicted", predicted)

@@ -46,7 +46,7 @@ def test_the_crossover_it_suggests_names_the_workload_as_the_user_did():
 
     from dlperf.report.advise import _crossover
 
-    row = SimpleNamespace(batch=64, speedup=lambda g: 2.0)
+    row = SimpleNamespace(batch=64, speedup=lambda g: 2.0, cpu=None)
     x = SimpleNamespace(rows=[row], user_batch=64, gpus=["T4"], workload="small-convnet", mode="fp32")
     said = _crossover(x, "examples/my model.py:make")  # at the batch advised (advise --batch 64): crossover's too
     assert "dlperf crossover 'examples/my model.py:make' --batch 64 measures batch by batch" in said
@@ -60,7 +60,7 @@ def test_a_gpu_the_step_does_not_fit_is_left_out_of_the_gpus_that_pay():
     from dlperf.report.advise import _crossover
 
     ratios = {"GTX 980": 34.8, "T4": 20.0, "GTX 1080": 30.0}
-    row = SimpleNamespace(batch=256, speedup=ratios.get)
+    row = SimpleNamespace(batch=256, speedup=ratios.get, cpu=None)
     x = SimpleNamespace(rows=[row], user_batch=256, gpus=list(ratios), workload="emb", mode="fp32")
     said = _crossover(x, "emb.py:make", unfit={"GTX 980"})
     assert said.startswith(
@@ -235,7 +235,7 @@ def test_the_json_and_the_line_leave_out_a_gpu_the_step_does_not_fit_in_the_cros
     t4 = next(r for r in a.costs.rows if r.gpu == "T4")
     a.costs.left_out = [replace(t4, mode="fp32"), replace(t4, gpu="H100-SXM5-80GB", mode="fp16")]
     ratios = {"H100-SXM5-80GB": 40.0, "T4": 12.0}
-    row = SimpleNamespace(batch=16, speedup=ratios.get, cpu=SimpleNamespace(median_s=0.1), gpus={})
+    row = SimpleNamespace(batch=16, speedup=ratios.get, cpu=SimpleNamespace(median_s=0.1, n=30, warnings=[]), gpus={})
     a.crossover = SimpleNamespace(rows=[row], user_batch=16, gpus=list(ratios), workload="fcn-r", mode="fp32")
     assert view.unfit(a) == {"T4"}
     crossover = view.to_json(a)["crossover"]
