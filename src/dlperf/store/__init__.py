@@ -144,20 +144,25 @@ class Store(Copies, MachineFigures):
         try:
             self._migrate()
             self.held_bytes = max(self.held_bytes, 1)  # its tables written: emptied from now on if found empty
+        except lease.LeaseHeld:  # an older dlperf measures it: left as it is, still to upgrade before a write
+            self.upgrade_on_write = True
+            raise
         except sqlite3.OperationalError as exc:  # read-only, its directory read-only, or locked beyond the timeout
             doing = (
-                "cannot make its tables"
-                if self.version == 0
-                else f"cannot upgrade it to schema version {SCHEMA_VERSION}"
+                f"cannot upgrade it to schema version {SCHEMA_VERSION}" if self.version else "cannot make its tables"
             )
             raise StoreFault(f"{named(self.path)}: {doing} ({exc})") from exc
         self.version = SCHEMA_VERSION
 
     def _migrate(self) -> None:
         """One transaction, taken before the version is read again: two processes opening an old file at once
-        upgrade it once (DDL outside an explicit transaction would commit statement by statement)."""
+        upgrade it once (DDL outside an explicit transaction would commit statement by statement). Refused (LeaseHeld,
+        nothing written) while an older dlperf measures a run in it (`lease.refuse_upgrade`), read in that transaction:
+        a run it begins meanwhile waits for it."""
         with self.transaction():
             version = _schema_version(self.conn)
+            if version >= LEASES:
+                lease.refuse_upgrade(self.conn, self.held, version, SCHEMA_VERSION, named(self.path))
             for target in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in MIGRATIONS[target]:
                     self.conn.execute(statement)
@@ -224,10 +229,14 @@ class Store(Copies, MachineFigures):
         holder's run raises LeaseHeld, and nothing is written. This process measures the session after the latest that
         measured the run, stored or kept beside the store (`spill`: a store deleted mid-run, rescued before it took
         any process of that session)."""
+        holder = lease.me()
+        if self.version >= LEASES:  # asked before an older file is upgraded: refused, the run leaves it as it was
+            if self.upgrade_on_write:  # an older dlperf measuring it (this run or another) is named as such
+                lease.refuse_upgrade(self.conn, self.held, self.version, SCHEMA_VERSION, named(self.path))
+            lease.free_for(self.conn, run_id, holder, self.held)
         self._ready_to_write()
         if self.version < LEASES:  # a file kept at an old version (written as an older dlperf did): no leases
             return None
-        holder = lease.me()
         with self._writing(f"run {run_id}'s lease"):  # a full disk, or a writer holding the file past the timeout
             stale = lease.acquire(self.conn, run_id, holder, self.held)
         self.leases[run_id] = lease.Heartbeat(self.path, run_id, holder)

@@ -139,15 +139,39 @@ def acquire(conn: sqlite3.Connection, run_id: int, holder: Holder, file: tuple[i
     `file`, the one it was copied from, saying so)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        current = holder_of(conn, run_id)
-        if current is not None and not current.same_process(holder) and alive(current):
-            raise held(run_id, current, copy=not measures(current, file))
+        current = free_for(conn, run_id, holder, file)
         take(conn, run_id, holder)
     except BaseException:
         conn.rollback()
         raise
     conn.commit()
     return None if current is None or current.same_process(holder) else current
+
+
+def free_for(conn: sqlite3.Connection, run_id: int, holder: Holder, file: tuple[int, int] | None = None
+             ) -> Holder | None:  # fmt: skip
+    """The run's current holder, where `holder` may take its lease; LeaseHeld, as `acquire` refuses it, where another
+    live process holds it. Only reads: `Store.acquire` asks before it upgrades an older file, which a refused resume
+    leaves as it was."""
+    current = holder_of(conn, run_id)
+    if current is not None and not current.same_process(holder) and alive(current):
+        raise held(run_id, current, copy=not measures(current, file))
+    return current
+
+
+def refuse_upgrade(conn: sqlite3.Connection, file: tuple[int, int] | None, version: int, to: int, where: str) -> None:
+    """LeaseHeld where the file `where` names, at the older schema `version` (one with leases), may not be upgraded
+    to `to` now: a live process, an older dlperf, measures a run of it in this file (judged as a resume judges a
+    holder: `measures`). Upgraded under it, that sweep's next write failed ("table measurements has 10 columns but 9
+    values were supplied", exit 2). A dead holder's lease, or the lease a copy (`cp`) holds of a process measuring the
+    original, stops nothing."""
+    mine = me()
+    for run_id, holder in holders(conn).items():
+        if not holder.same_process(mine) and measures(holder, file):
+            raise LeaseHeld(f"{where}: run {run_id} is being measured by {holder.describe()} since {holder.since} with "
+                            f"an older dlperf, which writes this file at schema version {version}: upgraded to version "
+                            f"{to} now, that sweep could store no more of its cells; wait for it to end, or stop it, "
+                            "and run this command again")  # fmt: skip
 
 
 def held(run_id: int, current: Holder, copy: bool = False) -> LeaseHeld:
