@@ -354,12 +354,10 @@ def budget(device: str, limit: int | None, needed: int | None, env: dict) -> int
 
 
 def mib(size: int | None) -> str:
-    """Whole MiB; under half a MiB in KiB or bytes (`--max-memory 1KB` was echoed as "0 MiB")."""
-    from dlperf.report.format import nbytes
+    """Whole MiB (`report.format.mib`), as the report says a fit run's limit too."""
+    from dlperf.report.format import mib
 
-    if size is None:
-        return "?"
-    return f"{size / 2**20:,.0f} MiB" if size >= 2**19 else nbytes(size)
+    return mib(size)
 
 
 def fit(opts: Options, db: str | None = None, *, argv: list[str] | None = None,
@@ -402,7 +400,8 @@ def _fit(opts: Options, db: str | None, argv, progress_factory, warn, announce) 
     spec = replace(_spec(opts, threads), max_memory=limit if opts.device == "cpu" else None)
     store = Store.open(given_db(db), create=True)
     try:
-        search = Search(store, spec, plan, workload, threads, progress_factory or _progress(), argv)
+        limit_from = "--max-memory" if opts.max_memory is not None else "available" if opts.device == "cpu" else None
+        search = Search(store, spec, plan, workload, threads, progress_factory or _progress(), argv, limit_from)
         beside(store, search.session.run_id, warn or warn_stderr)
         search.budget = budget(plan.cells[0].device, limit, needed, plan.env)
         search.limit = spec.max_memory
@@ -436,12 +435,14 @@ class Search:
     later = 0  # the most tries of the modes still to search after this one
     progress_factory: Callable | None = None
 
-    def __init__(self, store, spec: RunSpec, plan, workload, threads: int, progress_factory, argv) -> None:
+    def __init__(self, store, spec: RunSpec, plan, workload, threads: int, progress_factory, argv,
+                 limit_from: str | None = None) -> None:  # fmt: skip
+        """`limit_from`: what set a CPU try's limit, "--max-memory" or the memory "available" at the start, kept with
+        the run's environment (`fit_limit`) for the report to say as fit does (`report.fit.limit_from`)."""
         from dlperf.runner.session import Session
 
-        self.session = Session.create(
-            store, spec, plan.env, plan.cores, argv or ["dlperf", *sys.argv[1:]], made_by="fit"
-        )
+        env = {**plan.env, "fit_limit": limit_from} if limit_from else plan.env
+        self.session = Session.create(store, spec, env, plan.cores, argv or ["dlperf", *sys.argv[1:]], made_by="fit")
         self.workload, self.threads, self.progress_factory = workload, threads, progress_factory
         self.answers: dict[str, ModeAnswer] = {}
         self.fits: dict[int, bool] = {}  # the batches of the mode being searched tried so far: fitted or not

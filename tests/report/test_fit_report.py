@@ -12,9 +12,11 @@ TRIED = [(16, 141), (32, 257), (64, 489), (128, None), (96, 721), (112, None), (
          (103, None)]  # fmt: skip
 
 
-def fit_run(made_by: str = "fit") -> Loaded:
-    env = {"made_by": made_by, "cpu": {"model": "AMD EPYC"}, "cores": {"cores": 2}}
-    run = RunRecord(4, "2026-12-02T14:37:33+00:00", None, "complete", ["dlperf", "fit", "gpt.py:make"],
+def fit_run(made_by: str = "fit", argv: tuple[str, ...] = ("--max-memory", "1GiB"), **kept) -> Loaded:
+    """A fit run of tiny-gpt under a 1 GiB limit, its command line `dlperf fit gpt.py:make` and `argv`; `kept`: more of
+    its environment (`fit_limit`)."""
+    env = {"made_by": made_by, "cpu": {"model": "AMD EPYC"}, "cores": {"cores": 2}, **kept}
+    run = RunRecord(4, "2026-12-02T14:37:33+00:00", None, "complete", ["dlperf", "fit", "gpt.py:make", *argv],
                     {"max_memory": 1024 * MIB}, env, {})  # fmt: skip
     cells = []
     for position, (batch, peak) in enumerate(TRIED):
@@ -35,7 +37,42 @@ def test_the_answer_is_the_largest_batch_with_its_peak_and_the_first_that_did_no
     assert search.answer() == ("tiny-gpt torch cpu:1 fp32: the largest batch that fits is 102 (peak memory 765 MiB); "
                                "batch 103 runs out of memory")  # fmt: skip
     assert [row[:2] for row in search.rows()] == [[str(b), "yes" if p else "out of memory"] for b, p in TRIED]
-    assert search.limit_line() == "limit: --max-memory 1 GiB"
+    assert search.limit_line() == "limit: --max-memory 1,024 MiB"
+
+
+def limit_of(loaded: Loaded) -> str:
+    [search] = fit.searches(loaded.runs, loaded.cells)
+    return search.limit_line()
+
+
+def test_the_limit_is_said_as_fit_said_it_and_a_flag_only_where_the_user_gave_it():
+    """fit stores the memory available when it started as the run's max_memory where no --max-memory was given: the
+    report said "limit: --max-memory 21.9 GiB" where fit had said "limit: the memory available when fit started
+    (22,398 MiB)". What the run kept (`fit_limit`) tells; a run an older dlperf stored, its `dlperf fit` command line;
+    a run whose command line is a script's, neither: its size alone, no flag claimed."""
+    available = "limit: the memory available when fit started (1,024 MiB)"
+    assert limit_of(fit_run(argv=(), fit_limit="available")) == available
+    assert limit_of(fit_run(argv=())) == available  # stored before fit kept it: no --max-memory in its command line
+    assert limit_of(fit_run(argv=("--max-memory=1GiB",))) == "limit: --max-memory 1,024 MiB"
+    assert limit_of(fit_run(argv=(), fit_limit="--max-memory")) == "limit: --max-memory 1,024 MiB"
+    script = fit_run()
+    script.runs[0].argv[:] = ["python", "size.py"]  # a script's own argv, which says nothing of fit's flags
+    assert limit_of(script) == "limit: 1,024 MiB of memory per try"
+
+
+def test_the_report_of_a_fit_says_its_limit_as_the_fit_did(tmp_path, monkeypatch, capsys):
+    """`dlperf fit` without --max-memory (its tries faked, 1 ms steps, out of memory above batch 40), then `dlperf
+    report` of its store: the same limit line."""
+    from test_interrupted_searches import _children, _main
+
+    db = str(tmp_path / "f.db")
+    _children(monkeypatch, oom_above=40)
+    code, out, err = _main(monkeypatch, capsys, "fit", "tiny-fcn-r", "--threads", "1", "--db", db)
+    assert code == 0, err
+    [said] = [line for line in out.splitlines() if line.startswith("limit: ")]
+    assert said.startswith("limit: the memory available when fit started (") and said.endswith(" MiB)")
+    assert _main(monkeypatch, capsys, "report", "--db", db, "-o", str(tmp_path / "r.html"))[0] == 0
+    assert f'<p class="legend">{said}</p>' in (tmp_path / "r.html").read_text()
 
 
 def test_the_report_of_a_fit_run_shows_the_answer_and_no_failed_cell():

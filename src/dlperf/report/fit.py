@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dlperf.report.format import nbytes, seconds
+from dlperf.report.format import mib, nbytes, seconds
 from dlperf.store.records import CellRecord, RunRecord
+from dlperf.store.state import command_of
 from dlperf.vocab import OUT_OF_MEMORY, Status, ran_out_of_memory
 from dlperf.workloads.base import split_variant
 
@@ -57,8 +58,9 @@ class Search:
     framework: str
     column: str
     mode: str
-    limit: int | None  # --max-memory in bytes (CPU); None: the device's own memory
+    limit: int | None  # a CPU try's memory limit in bytes; None: the device's own memory
     tries: list[CellRecord] = field(default_factory=list)
+    limit_from: str | None = None  # "--max-memory", the memory "available" when fit started, or None: not told
 
     @staticmethod
     def batch(cell: CellRecord) -> int:
@@ -126,7 +128,15 @@ class Search:
         ]
 
     def limit_line(self) -> str:
-        return f"limit: --max-memory {nbytes(self.limit)}" if self.limit else "limit: the device's own memory"
+        """The limit as `dlperf fit` said it: a flag only where the user gave it (the memory available when fit
+        started was said to be `--max-memory 21.9 GiB`); a run that does not tell which, its size alone."""
+        if not self.limit:
+            return "limit: the device's own memory"
+        if self.limit_from == "available":
+            return f"limit: the memory available when fit started ({mib(self.limit)})"
+        if self.limit_from == "--max-memory":
+            return f"limit: --max-memory {mib(self.limit)}"
+        return f"limit: {mib(self.limit)} of memory per try"
 
 
 def searches(runs: list[RunRecord], cells: list[CellRecord]) -> list[Search]:
@@ -135,11 +145,23 @@ def searches(runs: list[RunRecord], cells: list[CellRecord]) -> list[Search]:
     found: dict[tuple, Search] = {}
     for c in sorted((c for c in cells if c.run_id in fits), key=lambda c: (c.run_id, c.position)):
         workload = split_variant(c.workload)[0]
-        limit = fits[c.run_id].spec.get("max_memory")
+        run = fits[c.run_id]
         search = found.setdefault((c.run_id, workload, c.framework, c.column, c.mode),
-                                  Search(c.run_id, workload, c.framework, c.column, c.mode, limit))  # fmt: skip
+                                  Search(c.run_id, workload, c.framework, c.column, c.mode, run.spec.get("max_memory"),
+                                         limit_from=limit_from(run)))  # fmt: skip
         search.tries.append(c)
     return list(found.values())
+
+
+def limit_from(run: RunRecord) -> str | None:
+    """What set a fit run's CPU limit: as the run kept it (`fit_limit`: "--max-memory" or "available"), else, for a run
+    an older dlperf stored, as its `dlperf fit` command line says; None where neither tells (a script's argv)."""
+    if (kept := run.env.get("fit_limit")) in ("--max-memory", "available"):
+        return kept
+    if command_of(run.argv) != "fit":
+        return None
+    given = any(a == "--max-memory" or a.startswith("--max-memory=") for a in run.argv)
+    return "--max-memory" if given else "available"
 
 
 def tries_of(found: list[Search]) -> set[str]:

@@ -62,3 +62,11 @@ def nbytes(value: int | None) -> str:
         size /= 1024
         i += 1
     return f"{size:.0f} {units[i]}" if i == 0 or size >= 100 else f"{size:.3g} {units[i]}"
+
+
+def mib(size: int | None) -> str:
+    """Whole MiB, as `dlperf fit` says its limit; under half a MiB in KiB or bytes (`--max-memory 1KB` was echoed as
+    "0 MiB")."""
+    if size is None:
+        return "?"
+    return f"{size / 2**20:,.0f} MiB" if size >= 2**19 else nbytes(size)
