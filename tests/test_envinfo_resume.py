@@ -110,3 +110,56 @@ def test_a_hostname_alone_does_not_stop_a_resume_but_names_the_machine():
         f"memory (GiB) 1024 -> {envinfo.fingerprint(here)['memory_gib']}"
     ]
     assert envinfo.machine_diff({}, {}, here) == []  # what a run did not record is no difference
+
+
+def test_a_run_begun_by_other_timing_code_or_by_a_dlperf_that_did_not_record_it_is_refused(tmp_path):
+    """dlperf's version has been 0.1.0 at every commit, so `--resume` of a run interrupted under 11eef592, whose worker
+    and timer were 1,480 commits older, went on under this one with no word, mixing the two codes' timings in its
+    table. The digest of the code that builds and times a step (`envinfo.timing_code`) is kept with the run and
+    compared; a run that kept none (an older dlperf's) is refused too, as is the same sweep's warning that --resume
+    would finish it."""
+    require("torch")
+    here = envinfo.timing_code()
+    older = {"digest": "4f1c9a2e0b7d" + "0" * 52, "commit": "11eef5929ad38b010fe9521d464e183e73a2e56c"}
+    db = str(tmp_path / "r.db")
+    run_id = stored_by_an_older_dlperf(db, lambda env: env.update(dlperf_code=older))
+    with pytest.raises(UsageError) as refused:
+        api.resume(db, dry_run=True)
+    now = here["digest"][:12] + (f" (commit {here['commit'][:8]})" if "commit" in here else "")
+    assert str(refused.value) == (f"resume: run {run_id} was measured on a different machine or software (dlperf's "
+                                  f"timing code 4f1c9a2e0b7d (commit 11eef592) -> {now}); start a new run "
+                                  "instead")  # fmt: skip
+    db = str(tmp_path / "none.db")
+    run_id = stored_by_an_older_dlperf(db, lambda env: env.pop("dlperf_code"))
+    with pytest.raises(UsageError) as refused:
+        api.resume(db, dry_run=True)
+    assert str(refused.value) == (f"resume: run {run_id} was measured on a different machine or software (dlperf's "
+                                  "timing code, which the dlperf that began the run did not record, so it may time "
+                                  "the cells left otherwise); start a new run instead")  # fmt: skip
+    db = str(tmp_path / "same.db")
+    stored_by_an_older_dlperf(db)  # this code's own run
+    assert api.resume(db, dry_run=True).tasks
+
+
+def test_the_commit_is_read_from_a_checkout_its_worktrees_and_packed_refs(tmp_path):
+    """No subprocess: HEAD, the ref it names (loose, in a worktree's common folder, or packed), or a detached HEAD."""
+    sha, other = "a" * 40, "b" * 40
+    repo = tmp_path / "repo"
+    (repo / ".git" / "refs" / "heads").mkdir(parents=True)
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (repo / ".git" / "packed-refs").write_text(
+        f"# pack-refs with: peeled\n{other} refs/heads/x\n{sha} refs/heads/main\n"
+    )
+    assert envinfo.git_commit(repo) == sha
+    (repo / ".git" / "refs" / "heads" / "main").write_text(other + "\n")  # a loose ref wins over the packed one
+    assert envinfo.git_commit(repo) == other
+    tree = tmp_path / "tree"
+    (repo / ".git" / "worktrees" / "tree").mkdir(parents=True)
+    (repo / ".git" / "worktrees" / "tree" / "HEAD").write_text("ref: refs/heads/x\n")
+    (repo / ".git" / "worktrees" / "tree" / "commondir").write_text("../..\n")
+    tree.mkdir()
+    (tree / ".git").write_text(f"gitdir: {repo / '.git' / 'worktrees' / 'tree'}\n")
+    assert envinfo.git_commit(tree) == other  # refs/heads/x, packed in the common folder
+    (repo / ".git" / "HEAD").write_text(sha + "\n")  # detached
+    assert envinfo.git_commit(repo) == sha
+    assert envinfo.git_commit(tmp_path) is None  # no checkout: an installed dlperf

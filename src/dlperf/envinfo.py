@@ -7,6 +7,7 @@ and the caller passes them in.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import re
@@ -14,6 +15,8 @@ import shutil
 import socket
 import subprocess
 import sys
+from functools import cache
+from pathlib import Path
 
 from dlperf.measure import system
 from dlperf.version import VERSION
@@ -102,10 +105,51 @@ def capture(framework_info: dict | None = None, *, root: str = "/", environ: dic
         "python": {"version": platform.python_version(), "implementation": platform.python_implementation()},
         "executable": sys.executable,
         "dlperf_version": VERSION,
+        "dlperf_code": timing_code(),
         "thread_env": system.inherited_thread_env(os.environ if environ is None else environ),
         "gpus": gpu_info(),
         "frameworks": dict(framework_info or {}),
     }
+
+
+# dlperf's own code that builds a cell's step and times it (its worker, timer, backends, launcher, the paper's models,
+# the input pipeline): `--resume` times the cells a run left with the code that timed the others (`resume_diff`)
+TIMING_CODE = ("worker", "measure", "frameworks", "runner", "workloads", "loaders.py")
+PACKAGE = Path(__file__).resolve().parent
+
+
+@cache
+def timing_code() -> dict[str, str]:
+    """A digest of `TIMING_CODE` as this process runs it (each source file's path in the package and its bytes; 1 MB,
+    a few ms, once per process) and, where dlperf runs from a git checkout (an editable install), its commit, read
+    from the checkout's files (no subprocess): {"digest": ..., "commit": ...}. The version alone cannot tell two
+    commits apart (0.1.0 at every one): a run interrupted 1,480 commits back was resumed with other timing code."""
+    digest = hashlib.sha256()
+    for name in TIMING_CODE:
+        for path in sorted((PACKAGE / name).rglob("*.py")) if (PACKAGE / name).is_dir() else [PACKAGE / name]:
+            digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    commit = git_commit(PACKAGE.parent.parent)
+    return {"digest": digest.hexdigest(), **({"commit": commit} if commit else {})}
+
+
+def git_commit(root: Path) -> str | None:
+    """The commit checked out in the git checkout at `root` (its `.git` a folder, or a worktree's file naming one),
+    from HEAD, the ref it names, or the packed refs; None where `root` is no checkout or they do not read."""
+    try:
+        git = root / ".git"
+        if git.is_file():  # a worktree's: "gitdir: PATH"
+            git = root / git.read_text().partition("gitdir:")[2].strip()
+        head = (git / "HEAD").read_text().strip()
+        common = git / (git / "commondir").read_text().strip() if (git / "commondir").is_file() else git
+        ref = head.removeprefix("ref: ")
+        found = next((p.read_text().strip() for p in (git / ref, common / ref) if ref != head and p.is_file()), None)
+        if ref != head and found is None and (common / "packed-refs").is_file():
+            packed = (line.split() for line in (common / "packed-refs").read_text().splitlines())
+            found = next((f[0] for f in packed if f[1:] == [ref]), None)
+    except (OSError, ValueError):
+        return None
+    commit = head if ref == head else found
+    return commit if commit and re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", commit) else None
 
 
 NEWER = ("cpu_id", "cpu_isa", "python")  # fingerprint keys a run recorded before them lacks
@@ -214,12 +258,30 @@ def resume_diff(fingerprint_stored: dict, env_stored: dict, env: dict) -> list[s
     """What changed since a stored run was measured that `--resume` must not mix into it, in words: its machine and
     software (`fingerprint_diff` of the fingerprint it was resumed against, `recorded`), and dlperf itself, whose
     timing and figures may differ between versions ("dlperf 0.1.0 -> 0.2.0"; a run that recorded no version is
-    taken as this one's). The hostname alone is no change of either: a container restarted on the same machine has a
-    new one, and its interrupted run goes on there. [] where it can go on."""
+    taken as this one's) and between commits (`code_diff`). The hostname alone is no change of either: a container
+    restarted on the same machine has a new one, and its interrupted run goes on there. [] where it can go on."""
     old, new = recorded(fingerprint_stored, env_stored), fingerprint(env)
     diffs = fingerprint_diff(*({k: v for k, v in f.items() if k != "hostname"} for f in (old, new)))
     was, now = env_stored.get("dlperf_version"), env.get("dlperf_version")
-    return diffs + ([f"dlperf {was} -> {now}"] if was and now and was != now else [])
+    return diffs + ([f"dlperf {was} -> {now}"] if was and now and was != now else []) + code_diff(env_stored, env)
+
+
+def code_diff(env_stored: dict, env: dict) -> list[str]:
+    """dlperf's timing code (`timing_code`) since the run began, in words: "dlperf's timing code 4f1c9a2e0b7d (commit
+    11eef592) -> 9d03b5e1c2aa (commit 29e29346)", or, for a run begun by a dlperf that recorded none (before it did),
+    that it cannot be told the same; [] where it is the same, or `env` holds none to compare."""
+    was, now = env_stored.get("dlperf_code"), env.get("dlperf_code")
+    if not isinstance(now, dict) or (isinstance(was, dict) and was.get("digest") == now.get("digest")):
+        return []
+    if not isinstance(was, dict):
+        return ["dlperf's timing code, which the dlperf that began the run did not record, so it may time the cells "
+                "left otherwise"]  # fmt: skip
+    return [f"dlperf's timing code {_code_said(was)} -> {_code_said(now)}"]
+
+
+def _code_said(code: dict) -> str:
+    commit = code.get("commit")
+    return f"{str(code.get('digest'))[:12]}{f' (commit {commit[:8]})' if commit else ''}"
 
 
 def fingerprint_diff(old: dict, new: dict) -> list[str]:
