@@ -201,6 +201,7 @@ EXPORT_COLUMNS = {
     "not final (a search's baseline may take more, its candidates fewer)",
     "processes_planned": "its run's --repeats: the timed processes each cell gets",
     "samples_per_s": "samples per second at the median step",
+    "samples_s": "a former name of `samples_per_s` (until ae158e29), kept for scripts: the same value",
     "warmup_steps": "the steps run before timing began",
     "params": "the model's trainable parameters",
     "flops_per_step": "floating-point operations of one training step, as the framework counts them: what runs, so "

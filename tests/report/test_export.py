@@ -3,10 +3,11 @@
 import csv
 import io
 import json
+import re
 
 import pytest
 
-from conftest import make_cell
+from conftest import ROOT, make_cell
 from dlperf.report import export
 
 
@@ -96,9 +97,26 @@ def test_throughput_is_named_per_second_where_every_other_s_is_seconds():
     for a time. It is `samples_per_s`, as `long_run_samples_per_s` and `loader_alone_samples_per_s` are."""
     c = make_cell("fcn-r", median_s=0.25, n=12, samples_s=64 / 0.25)
     rec = export.record(c)
-    assert rec["samples_per_s"] == 256.0 and "samples_s" not in rec
+    assert rec["samples_per_s"] == 256.0 and rec["samples_s"] == 256.0  # the former name kept for scripts
     [row] = csv.DictReader(io.StringIO(export.render([rec], "csv")))
     assert float(row["samples_per_s"]) == 256.0
+
+
+def test_every_former_name_the_reference_gives_is_exported_with_its_columns_value():
+    """ae158e29 renamed `samples_s` to `samples_per_s` with no alias, though store.md calls the export the stable way
+    to read a store: a script reading `samples_s` broke on upgrading. Each former name export.md documents ("a former
+    name of `X`") is written right after X, in JSON and CSV, with X's value; the reference documents every one."""
+    reference = (ROOT / "docs" / "reference" / "export.md").read_text()
+    documented = dict(re.findall(r"^\| `(\w+)` \| a former name of `(\w+)`", reference, flags=re.M))
+    assert documented == export.FORMER_NAMES == {"samples_s": "samples_per_s"}
+    cell = make_cell("fcn-r", median_s=0.25, n=12, samples_s=64 / 0.25)
+    rec = export.record(cell, samples=[[0.25] * 12])
+    [row] = csv.DictReader(io.StringIO(export.render([rec], "csv")))
+    names = list(rec)
+    for former, now in documented.items():
+        assert names.index(former) == names.index(now) + 1
+        assert rec[former] == rec[now] == 256.0 and row[former] == row[now] == "256.0"
+        assert export.columns().index(former) == export.columns().index(now) + 1  # an export of no record too
 
 
 def test_warnings_holding_a_semicolon_come_back_whole_from_the_csv():

@@ -38,7 +38,8 @@ report's hash); the table marks a disturbed cell `?` as the paper view and the r
 samples, and its legend says so (run 6's compile cell, other processes on 20% of the CPUs: table text, csv,
 --explain, and the report's hash); the table's JSON says so too, `doubtful` with its `doubts` (run 6's compile
 cell: table json); each export record names its run's start, state and origin (run_started_at, run_state,
-run_origin), an unsupported cell its run's framework version, and the CSV's warnings are a JSON list (every export).
+run_origin), an unsupported cell its run's framework version, and the CSV's warnings are a JSON list (every export);
+each export record writes `samples_s`, the former name of `samples_per_s`, again after it, for scripts (every export).
 """
 
 from __future__ import annotations

@@ -26,6 +26,10 @@ FIELDS = (
 )  # fmt: skip
 # an export name that is not the record's field: per second, where every other `_s` of a record is in seconds
 RECORD_FIELD = {"samples_per_s": "samples_s"}
+# every column renamed since `dlperf export` began, its former name -> its name now: written too, right after it and
+# with its value, since a user's script reads the columns by name (the export is the stable way to read a store) and
+# broke on the rename; docs/reference/export.md names each a former name kept for scripts
+FORMER_NAMES = {"samples_s": "samples_per_s"}  # renamed by ae158e29
 
 
 # OWASP's CSV injection list: a spreadsheet evaluates a field starting with one of these as a formula
@@ -104,7 +108,15 @@ def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Gr
     rec["warnings"] = cell.warnings
     if samples is not None:
         rec["samples"] = samples  # one list of raw step times per process
-    return rec
+    return with_former_names(rec)
+
+
+def with_former_names(rec: dict[str, Any]) -> dict[str, Any]:
+    """The record with each renamed column's former name (`FORMER_NAMES`) right after its name now, its value."""
+    items = []
+    for name, value in rec.items():
+        items += [(name, value), *((former, value) for former, now in FORMER_NAMES.items() if now == name)]
+    return dict(items)
 
 
 def with_processes(rec: dict[str, Any], processes: int | None, run: RunRecord | None) -> dict[str, Any]:
