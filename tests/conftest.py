@@ -403,6 +403,18 @@ def torch():
     return require("torch")
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread_beside_other_workers():
+    """Where pytest-xdist runs tests side by side (make test: two workers, on CI's two cores), PyTorch in a test's own
+    process computes on one thread: its default, a thread per core in each worker, put twice the cores' threads to
+    spin at OpenMP's barriers (measured: test_losscheck's in-process steps took 96 s of CPU, at one thread 53 s).
+    Set before each test, since a test may set its own count; a test run alone (the serial ones) keeps the default,
+    and what a test starts (dlperf's cells, a framework's child) sets its threads as it always does."""
+    torch = sys.modules.get("torch")
+    if torch is not None and int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+        torch.set_num_threads(1)
+
+
 # a user file of models that fail each way a worker can: a signal, a raise, out of memory, a hang (once HANG_FILE
 # exists: it writes its pid there), killed as the out-of-memory killer does (SIGKILL); `good` trains
 FAULTY_MODELS = """
