@@ -91,6 +91,12 @@ def test_a_users_row_replaces_the_built_in_one_of_the_same_name(tmp_path):
         ([MINE.replace("my datasheet", "")], HEADER, ("line 2, column source", "empty")),
         ([MINE.replace(",boost,", ",turbo,", 1)], HEADER, ("line 2, column peak_clock", "boost, base")),
         ([MINE.replace(",32,", ",0.3,", 1)], HEADER, ("line 2, column mem_gib", "0.3 GiB", "CUDA context")),
+        # float() takes 1e309, inf and nan; 1e300 GiB was taken and every prediction on it was a traceback
+        ([MINE.replace(",32,", ",1e300,", 1)], HEADER, ("line 2, column mem_gib", "1e300 is outside 0.01 to 16,384")),
+        ([MINE.replace(",32,", ",1e309,", 1)], HEADER, ("line 2, column mem_gib", "'1e309' is not a finite number")),
+        ([MINE.replace(",50,", ",inf,", 1)], HEADER, ("column fp32_tflops", "'inf' is not a finite number")),
+        ([MINE.replace(",1000,", ",8e12,", 1)], HEADER, ("column mem_bw_gbs", "outside 1 to 100,000 GB/s")),  # B/s
+        ([MINE.replace(",100,2000,", ",100,2e9,", 1)], HEADER, ("column boost_clock_mhz", "to 10,000 MHz")),
         ([MINE.replace(",100,2000,", ",1.5,2000,", 1)], HEADER, ("line 2, column sm_count", "whole number")),
         ([MINE, MINE.replace("My GPU", "my-gpu")], HEADER, ("line 3, column gpu", "line 2")),
         ([MINE + ",extra"], HEADER, ("line 2", "17 fields", "16")),
@@ -127,6 +133,23 @@ def test_the_command_lines_refuse_a_wrong_file_before_anything_runs(tmp_path):
     one_line_error(dlperf("run", "--workloads", "tiny-fcn-r", "--gpu-specs", str(path), db=db), "column fp32_tflops")
     one_line_error(dlperf("run", "--resume", "--gpu-specs", str(write(tmp_path, MINE)), db=db), "a resumed run keeps")
     assert not db.exists()  # nothing measured, nothing written
+
+
+@pytest.mark.parametrize(
+    "words",
+    [("predict", "tiny-fcn-r", "--gpu", "My GPU"), ("predict", "tiny-fcn-r", "--gpu", "My GPU", "--memory"),
+     ("predict", "tiny-fcn-r", "--gpu", "My GPU", "--cost"), ("advise", "tiny-fcn-r", "--gpu", "My GPU"),
+     ("crossover", "tiny-fcn-r", "--gpu", "My GPU")],
+)  # fmt: skip
+def test_a_huge_figure_is_refused_before_anything_is_counted_or_measured(tmp_path, words):
+    """A row of 1e300 GiB was taken: predict, advise and crossover (after measuring every batch, its run stored) then
+    failed with OverflowError in `memory.usable`. The file is refused up front, in one line, nothing stored."""
+    path = write(tmp_path, MINE.replace(",32,", ",1e300,", 1))
+    db = tmp_path / "x.db"
+    stores = words[0] != "predict" or "--cost" in words  # predict refuses a --db it does not read
+    said = f"--gpu-specs {path}, line 2, column mem_gib: 1e300 is outside 0.01 to 16,384 GiB, the range a GPU's figure"
+    one_line_error(dlperf(*words, "--gpu-specs", str(path), db=db if stores else None), said)
+    assert not db.exists()
 
 
 def test_a_run_on_a_gpu_the_table_lacks_is_predicted_from_the_users_row(tmp_path, monkeypatch):

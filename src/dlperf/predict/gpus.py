@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import difflib
 import io
+import math
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -34,6 +35,17 @@ REQUIRED = ("gpu", "fp32_tflops", "mem_bw_gbs", "mem_gib", "host_link", "host_li
 PEAKS = ("tf32_tflops", "fp16_tensor_tflops", "bf16_tensor_tflops", "fp8_tensor_tflops")  # empty: no such unit
 SHAPE = ("sm_count", "boost_clock_mhz", "l2_mib")  # empty: no source gave it
 COLUMNS = (*REQUIRED[:2], *PEAKS, *REQUIRED[2:4], "cuda_gib", *REQUIRED[4:7], *SHAPE, "peak_clock", "source")
+# Each figure's plausible range: the shipped rows' (fp32 2.3 to 125 TFLOPS, tensor peaks 8.7 to 5,000, memory 160 to
+# 8,000 GB/s and 4 to 270 GiB, host links 8 to 450 GB/s, 10 to 188 SMs at 875 to 2,617 MHz, L2 2 to 128 MiB) with
+# margins of 10 to 100 times either way (memory up to 16 TiB; below the CUDA context's 0.5 GiB `_row` says why). A
+# figure outside is a typo or another unit; one of 1e300 made each prediction infinite (`memory.usable`: "cannot
+# convert float infinity to integer").
+RANGES = {
+    "fp32_tflops": (0.01, 10_000.0, "TFLOPS"), **dict.fromkeys(PEAKS, (0.01, 100_000.0, "TFLOPS")),
+    "mem_bw_gbs": (1.0, 100_000.0, "GB/s"), **dict.fromkeys(("mem_gib", "cuda_gib"), (0.01, 16_384.0, "GiB")),
+    "host_link_gbs": (0.1, 10_000.0, "GB/s"),
+    "sm_count": (1.0, 10_000.0, "SMs"), "boost_clock_mhz": (50.0, 10_000.0, "MHz"), "l2_mib": (0.01, 10_000.0, "MiB"),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -177,8 +189,14 @@ def _row(cells: dict[str, str], at) -> GPU:
             value = float(text)
         except ValueError:
             raise UsageError(f"{at(column)}: {text!r} is not a number") from None
-        if not value > 0 or value == float("inf"):
+        if not math.isfinite(value):  # float() takes "inf", "nan" and 1e309
+            raise UsageError(f"{at(column)}: {text!r} is not a finite number")
+        if not value > 0:
             raise UsageError(f"{at(column)}: {text} (a figure must be above 0)")
+        least, most, unit = RANGES[column]
+        if not least <= value <= most:
+            raise UsageError(f"{at(column)}: {text} is outside {least:,g} to {most:,g} {unit}, the range a GPU's "
+                             "figure can take (another unit?)")  # fmt: skip
         if whole and value != int(value):
             raise UsageError(f"{at(column)}: {text} (a whole number)")
         return value
