@@ -324,6 +324,7 @@ DATA_EXPECTED = "(expected synthetic, dataset, or a directory of datasets, as `d
         (["run", "--workloads", "tiny-fcn-r", "--data", "d" * 300],
          f"--data '{'d' * 300}': cannot be looked at (File name too long) {DATA_EXPECTED}"),
         (["profile", "tiny-fcn-r", "--trace-dir", ""], "--trace-dir '': expected a directory, got nothing"),
+        (["fit", "tiny-fcn-r", "--gpu", ""], "--gpu '': expected a GPU name, got nothing"),
         (["data", "synth", ""], "DIR '': expected the folder to write the datasets in, got nothing"),
         (["export", "--run", "1,,2"], "--run '1,,2': an empty item (a doubled comma)"),
         (["report", "--run", "1,"], "--run '1,': an empty item (a trailing comma)"),
@@ -335,8 +336,9 @@ DATA_EXPECTED = "(expected synthetic, dataset, or a directory of datasets, as `d
 def test_an_empty_value_or_a_flag_without_its_partner_is_refused_not_taken_as_not_given(args, said, capsys, tmp_path):
     """Each was taken as not given, or as the current folder (`--gpu-specs "$SPECS"` with $SPECS unset ran with the
     built-in GPUs; `--data ''` searched the current folder; `data synth ''` wrote there; `--run 1,,2` read past the
-    blank, `table --modes ''` showed every mode), or a traceback (a --data name too long to look up); --max-trace-mib
-    without --profile was ignored, where --trace-dir without it is refused."""
+    blank, `table --modes ''` showed every mode, `fit --gpu ''` suggested `predict ... --gpu  predicts`), or a
+    traceback (a --data name too long to look up); --max-trace-mib without --profile was ignored, where --trace-dir
+    without it is refused."""
     assert error_line(args, capsys, tmp_path) == said
 
 

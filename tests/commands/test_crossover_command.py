@@ -32,6 +32,8 @@ from report.pictures import assert_png_draws
         (["tiny-fcn-r", "--paper"], "--paper"),
         (["tiny-fcn-r", "--plot", "x.gif"], "--plot"),
         (["tiny-fcn-r", "--plot", "no/such/dir/x.png"], "--plot 'no/such/dir/x.png': directory"),  # before measuring
+        # `--plot "$OUT"`, $OUT unset: it measured every batch and drew nothing, exit 0, where `-o ''` is refused
+        (["tiny-fcn-r", "--plot", ""], "--plot '': expected a file to draw into (png, svg or pdf), got nothing"),
         (["--paper", "--gpu", "T4"], "--gpu would be ignored"),  # --paper is the paper's GTX 1080
         ([], "WORKLOAD"),
     ],

@@ -12,6 +12,7 @@ from dlperf.commands.common import (
     batch_list,
     choice,
     db_path,
+    given,
     given_flags,
     real,
     warn_if_measured,
@@ -67,7 +68,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=real("--timeout"), default=600.0, help="seconds per cell process (default: 600)")
     add_timer_flags(p, **CROSSOVER_TIMING)
     p.add_argument(
-        "--plot", metavar="FILE.png", help="also draw step time against batch into this file (png, svg, pdf)"
+        "--plot",
+        metavar="FILE.png",
+        type=given("--plot", "a file to draw into (png, svg or pdf)"),  # `--plot "$OUT"`, $OUT unset: not left out
+        help="also draw step time against batch into this file (png, svg, pdf)",
     )
     p.add_argument(
         "--paper",
@@ -91,7 +95,7 @@ def run(args) -> int:
         return paper()
     if not args.workload:
         raise UsageError("dlperf crossover WORKLOAD [--gpu NAME,...] (or --paper)")
-    if args.plot:
+    if args.plot is not None:
         _plot_format(args.plot)
     opts = crossover.Options(
         args.workload,

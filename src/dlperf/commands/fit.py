@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from dlperf.commands.common import add_format, batch, db_path, real, warn_if_measured, whole
+from dlperf.commands.common import add_format, batch, db_path, given, real, warn_if_measured, whole
 from dlperf.commands.run import add_timer_flags, again, printed, see_it, stored_cells, timer
 from dlperf.vocab import ExitCode
 
@@ -34,8 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("workload", nargs="?", help="a built-in workload (dlperf list) or a user's file.py:factory")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default: cpu)")
-    p.add_argument("--gpu", metavar="NAME", help="refused: fit measures a device this machine has; dlperf predict "
-                   "WORKLOAD --memory --gpu NAME predicts the largest batch on a GPU it has not")  # fmt: skip
+    p.add_argument("--gpu", metavar="NAME", type=given("--gpu", "a GPU name"),
+                   help="refused: fit measures a device this machine has; dlperf predict WORKLOAD --memory --gpu NAME "
+                   "predicts the largest batch on a GPU it has not")  # fmt: skip
     p.add_argument("--modes", default="fp32", help="comma list of modes, each searched on its own (default: fp32)")
     p.add_argument(
         "--max-memory",
@@ -63,9 +64,11 @@ def run(args) -> int:
     if not args.workload:
         raise UsageError("dlperf fit WORKLOAD [--device cpu|cuda:N] [--modes M,...] [--max-memory SIZE]")
     if args.gpu is not None:
+        import shlex  # `--gpu 'RTX 4090'` quoted, so the command runs as printed
+
+        predict = shlex.join(["dlperf", "predict", args.workload, "--memory", "--gpu", args.gpu])
         raise UsageError(f"--gpu: dlperf fit measures a device this machine has (--device cuda:N); for a GPU it has "
-                         f"not: dlperf predict {args.workload} --memory --gpu {args.gpu} predicts its largest "
-                         "batch")  # fmt: skip
+                         f"not: {predict} predicts its largest batch")  # fmt: skip
     opts = fit.Options(
         args.workload,
         device=args.device.lower(),
