@@ -136,11 +136,35 @@ def test_rows_not_predicted_for_their_precision_or_an_ambiguous_gpu_are_counted_
     path = tmp_path / "rows.csv"
     path.write_text(HEADER + "\n".join([*ROWS[:3],
         "A100-SXM4-80GB,ResNet-50 v1.5,ImageNet,PyTorch,INT8,64,train_throughput,100,img/s,s,n",
-        "A100,ResNet-50 v1.5,ImageNet,PyTorch,FP32,64,train_throughput,100,img/s,s,n"]) + "\n")  # fmt: skip
+        "A100,ResNet-50 v1.5,ImageNet,PyTorch,FP32,64,train_throughput,100,img/s,s,n",
+        "A100x,ResNet-50 v1.5,ImageNet,PyTorch,FP32,64,train_throughput,100,img/s,s,n",
+        "Z9000,ResNet-50 v1.5,ImageNet,PyTorch,FP32,64,train_throughput,100,img/s,s,n"]) + "\n")  # fmt: skip
     assert main(["predict", "--validate", str(path)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert (
         "skipped 1: precision 'INT8' is not predicted (dlperf predicts fp32, tf32, bf16, fp16): ResNet-50 v1.5" in out
     )
-    assert "skipped 1: the GPU name 'A100' is ambiguous: A100-SXM4-40GB, " in out
-    assert "3 rows predicted, 2 not" in out and ("resnet-50-v1.5", "fp32", 64) not in counted  # neither counted
+    assert "skipped 1: the GPU name 'A100' is ambiguous: A100-SXM4-40GB, " in out and "them): A100 (line 6)" in out
+    # the GPU dlperf does not know and its line, where it named the row's model: "...'s table: ResNet-50 v1.5"
+    assert "skipped 2: the GPU is not in dlperf's table: A100x (line 7), Z9000 (line 8)" in out
+    assert "3 rows predicted, 4 not" in out and ("resnet-50-v1.5", "fp32", 64) not in counted  # neither counted
+
+
+@pytest.mark.parametrize(
+    ("rows", "said"),
+    [
+        ([], "no rows (the header, then one per measurement)"),
+        (["A100x,ResNet-50 v1.5,ImageNet,PyTorch,FP32,64,train_throughput,100,img/s,s,n",
+          "T4,ResNet-50 v1.5,ImageNet,PyTorch,FP32,64,train_throughput,abc,img/s,s,n"],
+         "none of its 2 rows could be predicted: bad row, line 3 (ResNet-50 v1.5 on T4): value 'abc' is not a number; "
+         "skipped 1: the GPU is not in dlperf's table: A100x (line 2)"),
+    ],
+)  # fmt: skip
+def test_a_file_of_no_row_predicted_is_refused(tmp_path, counted, capsys, rows, said):
+    """A header alone, or rows none of which could be predicted, printed an empty table and "0 rows predicted, 1
+    not", exit 0, where a --prices or --gpu-specs file of no rows is refused: one line saying why, exit 2."""
+    path = tmp_path / "rows.csv"
+    path.write_text(HEADER + "".join(f"{row}\n" for row in rows))
+    assert main(["predict", "--validate", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"dlperf: error: --validate {path}: {said}\n" and counted == []

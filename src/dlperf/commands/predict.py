@@ -489,6 +489,11 @@ def validate(args) -> int:
                 skipped.append(v.Skipped(c.line, c.model, c.gpu.name, f"its operators cannot be counted ({n})"))
             else:
                 results.append(v.Result(c, roofline.predict(n, c.gpu, phases=c.phases, transfer=c.transfer)))
+    if not results:  # no error to show: refused, as a --prices or --gpu-specs file of no row is
+        from dlperf.measure.units import plural
+
+        said = f"none of its {plural(len(skipped), 'row')} could be predicted: {'; '.join(v.skipped_lines(skipped))}"
+        raise UsageError(f"--validate {path}: {said if skipped else 'no rows (the header, then one per measurement)'}")
     from pathlib import Path
 
     report(results, skipped, notes, shipped=Path(path).resolve() == v.shipped().resolve())
@@ -521,6 +526,7 @@ def report(results, skipped, notes=(), shipped: bool = False) -> None:
     (`roofline.fitted_on`)."""
     from dlperf.commands.common import print_rich
     from dlperf.measure.units import plural
+    from dlperf.predict import validate as v
     from dlperf.predict.roofline import fitted_on
 
     inside = [r for r in results if r.case.in_scope]
@@ -535,7 +541,7 @@ def report(results, skipped, notes=(), shipped: bool = False) -> None:
     if outside:
         predicted += f" ({len(inside)} in scope, {len(outside)} out of scope by its metadata)"
     fit = [fitted_on(shipped)] if results else []
-    print_rich("", lines=skipped_lines(skipped), notes=[*notes, *fit, f"{predicted}, {len(skipped)} not"])
+    print_rich("", lines=v.skipped_lines(skipped), notes=[*notes, *fit, f"{predicted}, {len(skipped)} not"])
 
 
 def rows_table(results, title: str = "Predicted against published: seconds per step"):
@@ -586,15 +592,3 @@ def summary_table(results, in_sample: bool = False):
                 str(s.rows), f"{s.median_abs_pct:.0f}%", f"{s.median_pct:+.0f}%",
             )  # fmt: skip
     return table
-
-
-def skipped_lines(skipped) -> list[str]:
-    lines = [f"bad row, line {s.line} ({s.model or '?'} on {s.gpu or '?'}): {s.reason}" for s in skipped if s.bad]
-    reasons: dict[str, list] = {}
-    for s in skipped:
-        if not s.bad:
-            reasons.setdefault(s.reason, []).append(s)
-    for reason, rows in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
-        models = ", ".join(dict.fromkeys(s.model for s in rows))
-        lines.append(f"skipped {len(rows)}: {reason}: {models}")
-    return lines

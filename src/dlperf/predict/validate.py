@@ -151,6 +151,7 @@ class Skipped:
     reason: str
     bad: bool = False  # the row does not parse (else: dlperf cannot predict it)
     mode: str = ""  # its precision's mode (`mode_of`), where the row parses
+    of_gpu: bool = False  # the reason is the row's GPU (`skipped_lines` names it and the line, not the model)
 
 
 def read(path: str | Path, known: Callable[[str], bool] = lambda name: True) -> tuple[list[Case], list[Skipped]]:
@@ -203,6 +204,21 @@ def _rows(reader: csv.DictReader, path, known) -> tuple[list[Case], list[Skipped
     return cases, skipped
 
 
+def skipped_lines(skipped: Iterable[Skipped]) -> list[str]:
+    """The rows not predicted: each bad row with its line, then the others by reason, each reason with the models it
+    skipped, or for a GPU dlperf does not know the GPUs and their lines ("skipped 1: the GPU is not in dlperf's
+    table: A100x (line 2)": it named the row's model)."""
+    lines = [f"bad row, line {s.line} ({s.model or '?'} on {s.gpu or '?'}): {s.reason}" for s in skipped if s.bad]
+    reasons: dict[str, list] = {}
+    for s in skipped:
+        if not s.bad:
+            reasons.setdefault(s.reason, []).append(s)
+    for reason, rows in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
+        named = [f"{s.gpu} (line {s.line})" if s.of_gpu else s.model for s in rows]
+        lines.append(f"skipped {len(rows)}: {reason}: {', '.join(dict.fromkeys(named))}")
+    return lines
+
+
 def _shown(text: str | None, most: int = 80) -> str:
     """A cell's text as a message quotes it: stripped, and cut at `most` characters."""
     text = (text or "").strip() if isinstance(text, str) else ""
@@ -233,9 +249,10 @@ def case(line: int, row: dict[str, str | None], known: Callable[[str], bool]) ->
     try:
         gpu = lookup(gpu_name, "")
     except AmbiguousGPU as e:  # "A100": said as --gpu A100 says it, not as a GPU the table lacks
-        return Skipped(line, _shown(model), _shown(gpu_name), f"the GPU name {e}", mode=mode)
+        return Skipped(line, _shown(model), _shown(gpu_name), f"the GPU name {e}", mode=mode, of_gpu=True)
     except UsageError:
-        return Skipped(line, _shown(model), _shown(gpu_name), "the GPU is not in dlperf's table", mode=mode)
+        return Skipped(line, _shown(model), _shown(gpu_name), "the GPU is not in dlperf's table", mode=mode,
+                       of_gpu=True)  # fmt: skip
     seq_len = GNMT_TOKENS if workload == "gnmt" else BPTT if workload == "awd-lstm" else None
     converted = _seconds_per_step(get, value, batch, seq_len)
     if isinstance(converted, str):
