@@ -325,7 +325,7 @@ def _resume(db: str | os.PathLike[str] | None, progress: Any, warn: Callable[[st
     lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
     store = Store.open(db, create=False)
     try:
-        run = _latest_unfinished(store, db)
+        run = latest_unfinished(store, db)
         apart = _resumed_apart(store, run, db)
         spec, env = _resumable(run)
         if not dry_run:
@@ -454,7 +454,9 @@ def _folder_gone(data: str) -> str:
     return "" if path.is_dir() else "not a directory" if path.exists() else "no such directory"
 
 
-def _latest_unfinished(store: Store, db: str) -> RunRecord:
+def latest_unfinished(store: Store, db: str) -> RunRecord:
+    """The run `--resume` takes up (`latest_resumable` of this machine); none is a UsageError saying why (no run,
+    every run complete, another machine's or a search's, a Ray node's)."""
     here = envinfo.capture()
     run = latest_resumable(store, here)
     if run is None and not store.runs():

@@ -72,3 +72,17 @@ def test_the_axes_in_another_order_or_at_what_the_run_planned_are_the_same_run(t
         check(db, "run", "--devices", "cpu,cuda")
     with pytest.raises(UsageError, match=r"so --workloads cannot be given"):
         check(db, "run", "--workloads", "fcn-r,alexnet-r")  # one fewer
+
+
+def test_a_store_with_nothing_to_resume_says_so_not_that_the_flags_differ(tmp_path):
+    """`run --resume --threads 1` on a store whose only run is complete said "--resume continues the latest unfinished
+    run as it was planned, so --threads cannot be given with it": there is no such run. It says what --resume alone
+    says, as do a missing store and one whose unfinished run is a search's."""
+    db = str(tmp_path / "t.db")
+    store = Store.open(db, create=True)
+    planned_run(store, 1, "complete", argv=("dlperf", "--db", "t.db", *BEGAN))
+    store.close()
+    with pytest.raises(UsageError, match=rf"^--resume: every run in {db} is complete; nothing to resume$"):
+        check(db, *BEGAN)
+    with pytest.raises(UsageError, match=r"no such database"):
+        check(str(tmp_path / "none.db"), "run", "--threads", "1")

@@ -21,6 +21,8 @@ def check_resume_flags(args, db: str, add_arguments: Callable[[argparse.Argument
         return
     began = None
     given = given_flags(args, add_arguments, RESUME_TAKES)
+    if given and not (args.ray or args.nodes):  # nothing of this machine's to resume: why, not the flags (a Ray
+        _resumable(db)  # sweep's runs are its nodes': `run_fleet` says)
     if given and (found := _began_with(db, add_arguments)) is not None:
         began, planned = found
         parser = argparse.ArgumentParser(add_help=False)
@@ -32,6 +34,20 @@ def check_resume_flags(args, db: str, add_arguments: Callable[[argparse.Argument
         other = " at other values than the run was planned with" if began is not None else ""
         raise UsageError(f"--resume continues the latest unfinished run as it was planned, so {', '.join(given)} "
                          f"cannot be given with it{other}; without --resume they start a new run")  # fmt: skip
+
+
+def _resumable(db: str) -> None:
+    """Nothing: where `db` holds no run --resume would take up, the UsageError saying why (`api.latest_unfinished`:
+    "every run in base.db is complete; nothing to resume", where the flags beside --resume were named as if they
+    were refused for differing from a run that does not exist)."""
+    from dlperf import api
+    from dlperf.store import Store
+
+    store = Store.open(db, create=False)  # a store that is missing or unreadable: its own line
+    try:
+        api.latest_unfinished(store, db)
+    finally:
+        store.close()
 
 
 # the flags naming a sweep's axes: a list in any order, and where the command that began the run gave none, what it
