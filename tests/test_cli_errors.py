@@ -203,7 +203,8 @@ LONGEST = "9223372036 (the longest wait the platform can make)"  # threading.TIM
 def test_a_bad_number_or_list_says_what_was_wrong_with_it(flags, said, capsys, tmp_path):
     """Once "expected a finite number of at least 0 and at most 9.22337e+09 in ASCII digits" for '-1', and "expected
     a comma-separated list" for one with a trailing comma."""
-    assert error_line(["run", "--workloads", "tiny-fcn-r", *flags], capsys, tmp_path) == said
+    workloads = [] if "--workloads" in flags else ["--workloads", "tiny-fcn-r"]  # a flag is given once
+    assert error_line(["run", *workloads, *flags], capsys, tmp_path) == said
 
 
 def test_an_unknown_mode_names_the_closest_and_its_combination_only_when_there_is_one(capsys, tmp_path):
@@ -618,3 +619,50 @@ def test_env_install_where_the_data_folder_cannot_be_written_is_one_line(tmp_pat
         f"dlperf env install: the frameworks' environments go in {afile}/envs (DLPERF_DATA_DIR), which "
         "cannot be made or written there (Not a directory): set DLPERF_DATA_DIR to a folder you can write"
     )
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# A flag given twice
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["run", "--workloads", "tiny-fcn-r", "--workloads", "tiny-fcn-s", "--threads", "1", "--dry-run"],
+         "--workloads given twice, 'tiny-fcn-r' and 'tiny-fcn-s': give it once (--workloads takes a comma list: "
+         "--workloads tiny-fcn-r,tiny-fcn-s)"),
+        (["run", "--workloads", "tiny-fcn-r", "--threads", "1", "--threads=2", "--dry-run"],
+         "--threads given twice, '1' and '2': give it once (--threads takes a comma list: --threads 1,2)"),
+        (["table", "--db", "a.db", "--db", "b.db"], "--db given twice, 'a.db' and 'b.db': give it once"),
+        (["--db", "a.db", "--db", "b.db", "table"], "--db given twice, 'a.db' and 'b.db': give it once"),
+        (["merge", "x.db", "-o", "a.db", "-o", "b.db"], "-o given twice, 'a.db' and 'b.db': give it once"),
+        (["merge", "x.db", "-o", "a.db", "--output=b.db"],
+         "-o 'a.db' and --output 'b.db' are one flag given twice: give it once"),
+        (["predict", "--validate", "--validate", "x.csv"],
+         "--validate given twice, no value and 'x.csv': give it once"),
+        (["export", "--format", "csv", "--format", "jsonl"], "--format given twice, 'csv' and 'jsonl': give it once"),
+    ],
+)  # fmt: skip
+def test_a_flag_given_twice_with_two_values_is_refused(args, said, capsys, tmp_path, monkeypatch):
+    """argparse kept the last value and dropped the first unsaid: `run --workloads tiny-fcn-r --workloads tiny-fcn-s`
+    planned tiny-fcn-s alone, `merge -o a.db -o b.db` wrote b.db. Each is one line naming both values as typed."""
+    monkeypatch.chdir(tmp_path)
+    assert error_line(args, capsys, tmp_path) == said
+
+
+def test_every_option_of_a_value_is_taken_once_and_the_same_value_twice_is_that_value(capsys, tmp_path):
+    """Every command's options that take a value refuse a second one (argparse's `store` is `StoreOnce` in each
+    parser); the same value given twice is taken, as once."""
+    from argparse import _StoreAction, _SubParsersAction
+
+    from dlperf.commands.common import StoreOnce
+
+    parser = build_parser()
+    [sub] = [a for a in parser._actions if isinstance(a, _SubParsersAction)]
+    stores = [(name, a) for name, p in [("dlperf", parser), *sub.choices.items()] for a in p._actions
+              if type(a) is not StoreOnce and isinstance(a, _StoreAction)]  # fmt: skip
+    assert stores == []
+    db = tmp_path / "x.db"
+    Store.open(db, create=True).close()
+    assert main(["list", "--runs", "--db", str(db), "--db", str(db), "--format", "json", "--format=json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []

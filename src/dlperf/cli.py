@@ -11,11 +11,10 @@ import codecs
 import errno
 import itertools
 import os
-import re
 import sys
 
 from dlperf.commands import build_parser, command
-from dlperf.commands.common import Parser, chosen, unrecognized
+from dlperf.commands.common import ONCE, Parser, chosen, takes_list, unrecognized
 from dlperf.commands.output import settle, settled
 from dlperf.errors import LEFT_OUT, OutputFailed, ProbeFailed, UsageError, out_of_memory_here
 from dlperf.vocab import ExitCode
@@ -334,7 +333,7 @@ def intermixed(own: argparse.ArgumentParser, argv: list[str], parsed: argparse.N
     if own is None or command not in argv or "--" in argv:
         return None
     mine = {a.dest for a in own._actions}  # read again from its words, none kept from the first reading
-    known = argparse.Namespace(**{k: v for k, v in vars(parsed).items() if k not in mine})
+    known = argparse.Namespace(**{k: v for k, v in vars(parsed).items() if k not in mine and k != ONCE})
     try:
         again, extras = own.parse_known_intermixed_args(argv[argv.index(command) + 1 :], known)
     except (TypeError, UsageError):  # a parser intermixing cannot read, or words it refuses: argparse's first error
@@ -345,7 +344,7 @@ def intermixed(own: argparse.ArgumentParser, argv: list[str], parsed: argparse.N
 def comma_list(argv: list[str], extras: list[str], parser: argparse.ArgumentParser) -> str | None:
     """`--threads takes a comma list: --threads 1,2` for `--threads 1 2`, where the flag's help says it takes a
     comma list (or shows one, e.g. 1,2,8); None otherwise."""
-    takes = {o: a for a in parser._actions for o in a.option_strings if a.nargs is None and _lists(a.help or "")}
+    takes = {o: a for a in parser._actions for o in a.option_strings if a.nargs is None and takes_list(a.help or "")}
     for i, word in enumerate(argv[1:], 1):
         if word not in extras or word.startswith("-"):
             continue
@@ -360,10 +359,6 @@ def comma_list(argv: list[str], extras: list[str], parser: argparse.ArgumentPars
             values = [first] * bool(first) + argv[j + 1 : end]
             return f"{flag} takes a comma list: {flag} {','.join(values)}"
     return None
-
-
-def _lists(help_text: str) -> bool:
-    return "comma list" in help_text or re.search(r"e\.g\. \S*\w,\w", help_text) is not None
 
 
 def db_first(args):

@@ -67,6 +67,13 @@ class Parser(argparse.ArgumentParser):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **{"allow_abbrev": False, "formatter_class": WholeWords, **kwargs})
+        self.register("action", None, StoreOnce)  # a flag of a value given twice (`--threads 1 --threads 2`)
+        self.register("action", "store", StoreOnce)
+        self.typed: list[str] = []  # the words of the value argparse is taking now, as typed (`_get_values`)
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        self.typed = list(arg_strings)
+        return super()._get_values(action, arg_strings)
 
     def error(self, message: str):
         missing = "the following arguments are required: "
@@ -87,6 +94,39 @@ class Parser(argparse.ArgumentParser):
             dashes = "--" in (sys.argv[1:] if args is None else args)
             raise UsageError(unrecognized(extras, chosen(self, parsed), dashes))
         return parsed
+
+
+class StoreOnce(argparse._StoreAction):
+    """argparse's `store`, but an option given twice with two values (`--workloads a --workloads b`, `-o a.db
+    --output b.db`) is one line naming both as typed, where argparse kept the last and dropped the first unsaid; the
+    same value twice is that value."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        typed = " ".join(getattr(parser, "typed", []))
+        seen = vars(namespace).setdefault(ONCE, {})
+        if self.option_strings and self.dest in seen and seen[self.dest][2] != values:
+            flag, before, _ = seen[self.dest]
+            shown = [repr(text) if text else "no value" for text in (before, typed)]
+            if option_string == flag:
+                said = f"{flag} given twice, {shown[0]} and {shown[1]}"
+            else:  # `-o a.db --output b.db`: each as typed
+                said = f"{flag} {shown[0]} and {option_string} {shown[1]} are one flag given twice"
+            listed = f" ({flag} takes a comma list: {flag} {before},{typed})" if before and typed and \
+                takes_list(self.help or "") else ""  # fmt: skip
+            raise UsageError(f"{said}: give it once{listed}")
+        if self.option_strings:
+            seen[self.dest] = (option_string, typed, values)
+        setattr(namespace, self.dest, values)
+
+
+ONCE = "_given_once"  # the namespace's record of the options given so far: {dest: (flag as typed, text, value)}
+
+
+def takes_list(help_text: str) -> bool:
+    """Whether an option's help says it takes a comma list, or shows one (e.g. 1,2,8)."""
+    import re
+
+    return "comma list" in help_text or re.search(r"e\.g\. \S*\w,\w", help_text) is not None
 
 
 def plain_argparse(message: str) -> str:
