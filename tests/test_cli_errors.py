@@ -666,3 +666,31 @@ def test_every_option_of_a_value_is_taken_once_and_the_same_value_twice_is_that_
     Store.open(db, create=True).close()
     assert main(["list", "--runs", "--db", str(db), "--db", str(db), "--format", "json", "--format=json"]) == 0
     assert json.loads(capsys.readouterr().out) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["run", "--workloads", "tiny-fcn-r", "--devices", "cuda:١"],
+         "--devices: unknown device 'cuda:١' (expected cpu, cuda, cuda:N or mps)"),
+        (["fit", "tiny-fcn-r", "--device", "cuda:١"], "--device 'cuda:١': expected cpu, cuda, cuda:N or mps"),
+        (["profile", "tiny-fcn-r@b１６"],
+         "workload 'tiny-fcn-r@b１６': the batch after @b must be a whole number from 1 to 65,536 in ASCII digits"),
+    ],
+)  # fmt: skip
+def test_other_digits_in_a_device_or_a_batch_are_refused_as_number_flags_refuse_them(args, said, capsys, tmp_path,
+                                                                                      monkeypatch):  # fmt: skip
+    """`\\d` matches '١' and '１', and int() reads them: `cuda:١` was looked for as cuda:1 ("not present"), `@b１６`
+    measured a batch of 16, where `--batch ١٦` and `--threads ٣` are refused "in ASCII digits"."""
+    monkeypatch.chdir(tmp_path)
+    assert error_line(args, capsys, tmp_path) == said
+
+
+def test_a_duration_in_other_digits_is_refused():
+    """`optimize --budget ١٥m` searched for 15 minutes: the duration's parts were matched with `\\d`."""
+    from dlperf.commands.common import duration
+
+    for text, fraction in (("١٥m", "15m"), ("1h３0m", "1h30m")):
+        with pytest.raises(UsageError, match=r"in ASCII digits$"):
+            duration("--budget", 60.0, most_s=86400.0)(text)
+        assert duration("--budget", 60.0, most_s=86400.0)(fraction) > 0

@@ -35,7 +35,7 @@ from dlperf.spec import FIT_MAX_BATCH, FIT_TIMER, RunSpec, make_spec
 from dlperf.store.records import CellRecord
 from dlperf.vocab import KILLED_OUT_OF_MEMORY, LOAD_UNREAD, OUT_OF_MEMORY, ExitCode, Status
 
-DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
+DEVICE = re.compile(r"^(cpu|mps|cuda(:[0-9]+)?)$", re.ASCII)
 
 
 @dataclass

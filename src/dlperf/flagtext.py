@@ -84,7 +84,7 @@ def real_number(text: str, flag: str, least: float = 0.0, most: float = MAX_SECO
     raise UsageError(f"{flag} {text!r}: expected {what} {bounds}{_digits(text)}")
 
 
-DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(s|sec|m|min|h|d)", re.IGNORECASE)
+DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(s|sec|m|min|h|d)", re.ASCII | re.IGNORECASE)  # `١٥m` too
 UNIT_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 
 

@@ -52,7 +52,7 @@ OPTIMIZE_TIMER = TimerConfig(**OPTIMIZE_TIMING)
 CROSSOVER_TIMER = TimerConfig(**CROSSOVER_TIMING)
 FIT_TIMER = TimerConfig(**FIT_TIMING)
 
-_DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
+_DEVICE = re.compile(r"^(cpu|mps|cuda(:[0-9]+)?)$", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -480,8 +480,9 @@ def _check_batch_text(item: str, flag: str | None) -> None:
     is a path."""
     base, at, tail = item.rpartition("@b")
     if at and not any(c in tail for c in "/:") and (base.lower() in BUILTIN or looks_like_source(base)):
+        digits = "" if tail.isascii() else " in ASCII digits"  # `@b١٦`, as `--batch ١٦` says it
         raise UsageError(f"{flag or 'workload'} {item!r}: the batch after @b must be a whole number from 1 to "
-                         f"{FIT_MAX_BATCH:,}")  # fmt: skip
+                         f"{FIT_MAX_BATCH:,}{digits}")  # fmt: skip
 
 
 def _file_without_factory(item: str) -> str:

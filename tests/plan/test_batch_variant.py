@@ -34,8 +34,13 @@ def test_a_variant_is_its_workload_at_that_batch_under_a_name_of_its_own():
         ("tiny-fcn-r@b-3", "--workloads 'tiny-fcn-r@b-3': the batch after @b must be a whole number from 1 to"),
         ("TINY-FCN-R@b", "--workloads 'TINY-FCN-R@b': the batch after @b must be a whole number from 1 to 65,536"),
         ("m.py:make@b2.5", "--workloads 'm.py:make@b2.5': the batch after @b must be a whole number from 1 to"),
+        # `\d` took them, and int() read them: b16, where `--batch ١٦` is refused
+        ("tiny-fcn-r@b١٦", "--workloads 'tiny-fcn-r@b١٦': the batch after @b must be a whole number from 1 to 65,536 "
+         "in ASCII digits"),
+        ("tiny-fcn-r@b１６", "--workloads 'tiny-fcn-r@b１６': the batch after @b must be a whole number from 1 to "
+         "65,536 in ASCII digits"),
     ],
-)
+)  # fmt: skip
 def test_a_bad_variant_is_one_line(item, said):
     with pytest.raises(UsageError) as refused:
         make_spec(item)

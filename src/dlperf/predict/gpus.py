@@ -308,7 +308,7 @@ def _said(name: str, flag: str) -> str:
     return f"{flag} {name!r}" if flag.startswith("-") else f"{name!r} in {flag}" if flag else repr(name)
 
 
-_MEMORY = re.compile(r"\b(\d+)\s*(?:gib|gb|g)\b")
+_MEMORY = re.compile(r"\b([0-9]+)\s*(?:gib|gb|g)\b", re.ASCII)
 
 
 def _words(name: str) -> list[str]:

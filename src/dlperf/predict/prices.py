@@ -19,7 +19,7 @@ from dlperf.predict import gpus
 ENV = "DLPERF_PRICES"
 REQUIRED = ("gpu", "usd_per_hour_low", "usd_per_hour_high")
 COLUMNS = (*REQUIRED, "region", "date", "sources")
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ def variant_name(workload: str, batch: int) -> str:
 def base_name(workload: str) -> str:
     """`tiny-fcn-r@b8` -> `tiny-fcn-r`; a plain name as it is."""
     head, sep, tail = workload.rpartition("@b")
-    return head if sep and tail.isdigit() else workload
+    return head if sep and tail.isascii() and tail.isdigit() else workload
 
 
 @dataclass(frozen=True)

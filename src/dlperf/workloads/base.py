@@ -97,7 +97,7 @@ def _changed(key: str, a: Any, b: Any) -> str:
     return said if len(said) <= LONGEST_CHANGE else f"{key} changed"
 
 
-VARIANT = re.compile(r"(.+)@b(\d+)")  # at a batch of its own: `resnet-50@b64`, as fit and crossover name theirs
+VARIANT = re.compile(r"(.+)@b([0-9]+)", re.ASCII)  # at a batch of its own: `resnet-50@b64` (never `@b١٦`)
 
 
 def split_variant(name: str) -> tuple[str, int | None]:
