@@ -569,6 +569,19 @@ def test_an_error_under_format_md_is_a_markdown_line_and_under_text_nothing_on_s
 
 
 @pytest.mark.parametrize(
+    "args",
+    [["predict", "tiny-fcn-r"], ["advise", "tiny-fcn-r"], ["fit", "tiny-fcn-r"], ["profile", "tiny-fcn-r"],
+     ["optimize", "tiny-fcn-r"], ["comm"], ["list"], ["--db", "x.db", "list"]],
+)  # fmt: skip
+def test_a_format_the_command_refuses_gets_no_document(args, capsys):
+    """`predict tiny-fcn-r --format md` said on stderr that md is no format of predict's, and printed a Markdown
+    document of that error on stdout: no document is written in a format the command does not write."""
+    assert main([*args, "--format", "md"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("dlperf: error: --format 'md': expected text or json"), err
+
+
+@pytest.mark.parametrize(
     ("raised", "limit"),
     [
         (BlockingIOError(11, "Resource temporarily unavailable"), "this user's processes or threads (ulimit -u)"),

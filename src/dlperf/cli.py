@@ -87,7 +87,7 @@ def dispatch(argv: list[str], ends: bool = False) -> int:
     ends after it (`main`)."""
     LEFT_OUT.clear()  # of this command's store alone: a program calling `main` twice
     settle(ExitCode.OK)
-    args = None
+    args = parser = None
     try:
         parser = build_parser()
         args = db_first(parse(parser, argv))
@@ -127,7 +127,7 @@ def dispatch(argv: list[str], ends: bool = False) -> int:
         said = own_flags(str(exc), argv)
         code = ExitCode.CELLS_FAILED if isinstance(exc, ProbeFailed) else ExitCode.BAD_INPUT  # a probe killed: exit 1
         print(f"dlperf: error: {terminal(said)}", file=sys.stderr)
-        if fmt := asked_format(args, argv):  # a script reading stdout gets a document, not nothing: a CI gate
+        if fmt := asked_format(args, argv, parser):  # a script reading stdout gets a document, not nothing: a CI gate
             document_error(said, code, fmt)
         return code
     except BrokenPipeError:
@@ -189,10 +189,11 @@ def typed_options(argv: list[str]) -> frozenset[str]:
     return frozenset(w.partition("=")[0] for w in typed if w.startswith("-") and len(w) > 1 and not w[1].isdigit())
 
 
-def asked_format(args, argv: list[str]) -> str | None:
+def asked_format(args, argv: list[str], parser: Parser | None = None) -> str | None:
     """ "json" or "md" where the command was asked for `--format` of a document: as parsed, or, where parsing
-    failed, as typed; None otherwise, and where the document goes to a file (`-o FILE`): standard output is then no
-    reader's (`export --format json -o x.json` printed a JSON error there)."""
+    failed, as typed, and one the command writes (`parser`'s: `predict --format md` printed a Markdown error for a
+    format predict refuses); None otherwise, and where the document goes to a file (`-o FILE`): standard output is
+    then no reader's (`export --format json -o x.json` printed a JSON error there)."""
     if args is not None:
         fmt = getattr(args, "format", None)
         return fmt if fmt in DOCUMENTS and getattr(args, "output", None) in (None, "-") else None
@@ -204,7 +205,21 @@ def asked_format(args, argv: list[str]) -> str | None:
              if a in ("-o", "--output") or a.startswith("--output=")]  # fmt: skip
     if files and files[-1] != "-":
         return None
-    return given[-1] if given and given[-1] in DOCUMENTS else None  # the last, as argparse takes it
+    if not given or given[-1] not in DOCUMENTS:
+        return None
+    return given[-1] if parser is None or given[-1] in formats_of(parser, typed) else None  # the last, as typed
+
+
+def formats_of(parser: Parser, typed: list[str]) -> tuple[str, ...]:
+    """The --format choices of the command `typed` names (its first word that is one, past the global --db's value);
+    none for no command, or one without --format."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    words = [w for before, w in itertools.pairwise(["", *typed]) if before != "--db"]
+    name = next((w for w in words if w in sub.choices), None)
+    if name is None:
+        return ()
+    flag = next((a for a in sub.choices[name]._actions if "--format" in a.option_strings), None)
+    return tuple(getattr(flag.type, "choices", None) or flag.choices or ()) if flag is not None else ()
 
 
 DOCUMENTS = ("json", "md")  # the formats whose reader gets the error as output too
