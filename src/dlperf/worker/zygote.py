@@ -150,6 +150,8 @@ class Zygote:
             module = importlib.import_module(request["module"])
             sys.argv = [module.__file__ or request["module"], *request["args"]]
             code = module.main(sys.argv)
+        except SystemExit as exc:  # a user's file ending its process (`raise SystemExit(3)`): as a cold child ends
+            code = exit_code(exc)
         except BaseException:
             traceback.print_exc()
         exit_now(code if isinstance(code, int) else 1)
@@ -258,6 +260,18 @@ def preload(framework: str) -> Callable[[], None]:
         importlib.import_module(name)
     getattr(fw, "preload", lambda: None)()
     return getattr(fw, "after_fork", lambda: None)
+
+
+def exit_code(exc: SystemExit) -> int:
+    """The exit code the interpreter ends a process with on `exc`: its code, 0 for None, else 1 with the object printed
+    on stderr. A forked child ended so as a cold one does: `raise SystemExit(3)` in a factory's file was "worker
+    exited with code 1: SystemExit: 3" from a warm child (advise's probe), "code 3" from a cold one (run's)."""
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    print(exc.code, file=sys.stderr)
+    return 1
 
 
 def main(argv: list[str]) -> None:

@@ -567,3 +567,18 @@ def test_a_torchscript_model_has_compile_and_checkpoint_unsupported_saying_why_a
         build(w, "cpu", "fp32").step()
     assert "no_compile" not in described and left_out("compile", fit) is None
     build(w, "cpu", "compile")  # the traced model: torch.compile takes it
+
+
+@pytest.mark.parametrize(("ends", "said"), [("raise SystemExit(3)", "code 3"), ("import sys; sys.exit('stop')",
+                                                                                 "code 1: stop")])  # fmt: skip
+def test_a_file_that_exits_says_so_alike_from_a_warm_child_and_a_cold_one(tmp_path, ends, said):
+    """A factory's file raising SystemExit(3): run's probe (a cold child) said "worker exited with code 3", advise's
+    (forked from the warm parent, which caught every exception) "worker exited with code 1: SystemExit: 3". A forked
+    child now ends as the interpreter ends a cold one, with the code, or 1 and the message."""
+    path = tmp_path / "ends.py"
+    path.write_text(f"{ends}\n")
+    db = tmp_path / "x.db"
+    line = f"workload '{path}:make': the torch probe failed: worker exited with {said}"
+    one_line_error(command("run", "--workloads", f"{path}:make", "--threads", "1", db=db), line)
+    one_line_error(command("advise", f"{path}:make", db=db), line)
+    assert not db.exists()
