@@ -150,14 +150,21 @@ def test_interrupt_keeps_finished_cells_and_resume_finishes_the_rest(tmp_path, u
 
 
 def test_resume_takes_no_sweep_flag_and_says_when_a_store_holds_no_run(tmp_path):
-    """--resume continues the run as planned: a flag that would change it is refused, not ignored."""
+    """--resume continues the run as planned: a flag that would change it is refused, not ignored; where there is no
+    run to resume, that is said, flags or not."""
+    from commands.test_table_unfinished import planned_run
     from dlperf.store import Store
 
     db = tmp_path / "d.db"
+    one_line_error(dlperf("run", "--resume", "--repeats", "2", db=db), "no such database")
+    store = Store.open(str(db), create=True)
+    planned_run(store, 1, "interrupted")  # begun by `dlperf run`, its three cells planned
+    store.close()
     for flags in (["--workloads", "tiny-lstm", "--threads", "2"], ["--repeats", "2"], ["--max-time", "1"]):
         one_line_error(dlperf("run", "--resume", *flags, db=db), "--resume", *flags[::2])
     Store.open(str(tmp_path / "empty.db"), create=True).close()  # a store of peaks alone, say: no run
     one_line_error(dlperf("run", "--resume", db=tmp_path / "empty.db"), "holds no run to resume")
+    one_line_error(dlperf("run", "--resume", "--threads", "1", db=tmp_path / "empty.db"), "holds no run to resume")
 
 
 @pytest.mark.slow  # a run with --data, then three resumes: 17 s on 2 cores
