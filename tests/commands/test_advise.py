@@ -3,6 +3,7 @@ predicted (time, memory, cost); one screen of answers, each figure labelled meas
 line before anything runs."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -52,7 +53,9 @@ def test_one_screen_every_figure_labelled_and_stored(tmp_path):
                   "1h", "--gpu-specs", str(specs), db=db, env={"COLUMNS": "200", **NO_FILE})  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     out = " ".join(proc.stdout.split())  # rich wraps a long line at a word
-    assert "On this CPU (measured): " in out and " s for one epoch at its best " in out and " thread" in out
+    # the time marked '?' where the CPU step is not one to rely on (a busy machine: report/advise.py)
+    assert "On this CPU (measured): " in out and " thread" in out
+    assert re.search(r" s\??\ for one epoch at its best ", out), out
     for line in ("Fastest GPU (predicted): ", "Cheapest GPU (predicted): ", "Cheapest within 1h (predicted): ",
                  "Does not fit (predicted): Tiny-512MB (has ",
                  "Crossover (CPU measured, GPUs predicted): "):  # fmt: skip
