@@ -665,16 +665,19 @@ def test_a_flag_given_twice_with_two_values_is_refused(args, said, capsys, tmp_p
 
 def test_every_option_of_a_value_is_taken_once_and_the_same_value_twice_is_that_value(capsys, tmp_path):
     """Every command's options that take a value refuse a second one (argparse's `store` is `StoreOnce` in each
-    parser); the same value given twice is taken, as once."""
-    from argparse import _StoreAction, _SubParsersAction
+    parser, and an action of its own is one too: `run`'s `Typed` of --min-time and --max-time was a plain Action,
+    which kept the last of two values); the same value given twice is taken, as once."""
+    from argparse import _AppendAction, _SubParsersAction
 
     from dlperf.commands.common import StoreOnce
 
     parser = build_parser()
     [sub] = [a for a in parser._actions if isinstance(a, _SubParsersAction)]
     stores = [(name, a) for name, p in [("dlperf", parser), *sub.choices.items()] for a in p._actions
-              if type(a) is not StoreOnce and isinstance(a, _StoreAction)]  # fmt: skip
+              if a.option_strings and a.nargs != 0 and not isinstance(a, StoreOnce | _AppendAction)]  # fmt: skip
     assert stores == []
+    assert main(["run", "--workloads", "tiny-fcn-r", "--max-time", "2", "--max-time", "5", "--dry-run"]) == 2
+    assert "--max-time given twice, '2' and '5'" in capsys.readouterr().err
     db = tmp_path / "x.db"
     Store.open(db, create=True).close()
     assert main(["list", "--runs", "--db", str(db), "--db", str(db), "--format", "json", "--format=json"]) == 0

@@ -163,3 +163,24 @@ def test_the_commit_is_read_from_a_checkout_its_worktrees_and_packed_refs(tmp_pa
     (repo / ".git" / "HEAD").write_text(sha + "\n")  # detached
     assert envinfo.git_commit(repo) == sha
     assert envinfo.git_commit(tmp_path) is None  # no checkout: an installed dlperf
+
+
+def test_an_editors_lock_file_or_a_dangling_link_beside_the_timing_code_is_no_traceback(tmp_path, monkeypatch):
+    """An editor writes `.#timer.py`, a link to nowhere, beside a file it edits: `timing_code` read every `*.py`
+    `rglob` found, so every command that captures the environment (run, table, predict, ...) ended in a
+    FileNotFoundError traceback while the file was open. Hidden names and what is no regular file are left out: the
+    digest is the tree's without them."""
+    import shutil
+
+    tree = tmp_path / "dlperf"
+    shutil.copytree(envinfo.PACKAGE, tree, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(envinfo, "PACKAGE", tree)
+    envinfo.timing_code.cache_clear()
+    clean = envinfo.timing_code()["digest"]
+    (tree / "worker" / ".#timer.py").symlink_to(tmp_path / "nowhere")
+    (tree / "measure" / "gone.py").symlink_to(tmp_path / "nowhere.py")
+    envinfo.timing_code.cache_clear()
+    try:
+        assert envinfo.timing_code()["digest"] == clean
+    finally:
+        envinfo.timing_code.cache_clear()

@@ -127,7 +127,13 @@ def timing_code() -> dict[str, str]:
     digest = hashlib.sha256()
     for name in TIMING_CODE:
         for path in sorted((PACKAGE / name).rglob("*.py")) if (PACKAGE / name).is_dir() else [PACKAGE / name]:
-            digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+            if path.name.startswith(".") or not path.is_file():  # an editor's lock (`.#timer.py`, a dangling link)
+                continue
+            try:
+                text = path.read_bytes()
+            except OSError:  # unreadable: no module Python imports either; named, so two such trees still differ
+                text = b"unreadable"
+            digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + text + b"\0")
     commit = git_commit(PACKAGE.parent.parent)
     return {"digest": digest.hexdigest(), **({"commit": commit} if commit else {})}
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from dlperf.commands.common import db_path, given, real, warn_if_measured, whole, whole_list
+from dlperf.commands.common import StoreOnce, db_path, given, real, warn_if_measured, whole, whole_list
 from dlperf.commands.output import settle
 from dlperf.commands.predict import GPU_SPECS_HELP
 from dlperf.defaults import MAX_COMPILE_AT_ONCE, MAX_TRACE_CAP_MIB, TRACE_CAP_MIB
@@ -194,12 +194,13 @@ def add_nvtx_flag(p: argparse.ArgumentParser) -> None:
                    "recorded with the cell; needs a CUDA build of PyTorch")  # fmt: skip
 
 
-class Typed(argparse.Action):
-    """Store the value and note that the user typed the flag (`args.typed`): a message about two flags that do not
-    fit together blames the one typed, not the other's default."""
+class Typed(StoreOnce):
+    """Store the value, once (`StoreOnce`: `--max-time 2 --max-time 5` is refused), and note that the user typed the
+    flag (`args.typed`): a message about two flags that do not fit together blames the one typed, not the other's
+    default."""
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
-        setattr(namespace, self.dest, values)
+        super().__call__(parser, namespace, values, option_string)
         namespace.typed = {*getattr(namespace, "typed", ()), self.dest}
 
 
