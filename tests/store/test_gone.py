@@ -19,7 +19,7 @@ from dlperf.store.location import StoreGone
 from dlperf.store.process import ProcessDetail, ProcessMeasurement
 from dlperf.store.records import CellFigures
 from dlperf.vocab import Status
-from store.test_faults import TINY, env, planned, worker_runs
+from store.test_faults import SHORT, env, planned, worker_runs
 from store.test_store import KEY, new_run
 
 M = ProcessMeasurement(status=Status.OK, samples=[1.0, 2.0], detail=ProcessDetail(), duration_s=1.0)
@@ -137,7 +137,7 @@ def test_a_store_deleted_mid_run_keeps_the_measurement_for_its_copy_which_resume
     the copy, and the resume command it names stores it there."""
     (tmp_path / "runs").mkdir()
     db = tmp_path / "runs" / "s.db"
-    cmd = [sys.executable, "-m", "dlperf", "run", *TINY, "--max-time", "0.1", "--db", str(db)]
+    cmd = [sys.executable, "-m", "dlperf", "run", *SHORT, "--db", str(db)]
     run_env = {**env(), "DLPERF_DATA_DIR": str(tmp_path / "data")}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=run_env)
     try:
