@@ -31,6 +31,7 @@ NODES = [
 ]  # fmt: skip
 SWEEP = ["--workloads", "tiny-fcn-r,tiny-alexnet-r", "--threads", "1", "--no-loss-check", "--no-predict",
          "--max-warmup", "1", "--min-steps", "2", "--min-time", "0", "--max-time", "0.5"]  # fmt: skip
+assert SWEEP[-4::2] == ["--min-time", "--max-time"]  # SWEEP[2:-4]: its flags but the timer's, for a longer one
 
 
 def test_nodes_are_chosen_by_label_or_resource_among_the_alive_ones():
@@ -552,7 +553,7 @@ def test_ray_clients_connection_lost_mid_sweep_is_one_line_and_resume_goes_on(cl
     its run left running; now one line, the run interrupted, and `--resume` over ray:// measures the rest."""
     token, folder = no_ray_left
     db, address = tmp_path / "client.db", f"ray://127.0.0.1:{cluster.client_port}"
-    longer = ["--workloads", "tiny-fcn-r,tiny-alexnet-r", *SWEEP[2:], "--repeats", "3", "--min-time", "1",
+    longer = ["--workloads", "tiny-fcn-r,tiny-alexnet-r", *SWEEP[2:-4], "--repeats", "3", "--min-time", "1",
               "--max-time", "1"]  # fmt: skip
     cmd = [sys.executable, "-m", "dlperf", "run", *longer, "--ray", address, "--nodes", "kind=worker", "--db", str(db)]
     env = {**os.environ, "RAY_CLIENT_RECONNECT_GRACE_PERIOD": "3"}  # Ray Client tries a lost connection again 30 s
@@ -586,7 +587,7 @@ def test_a_node_lost_mid_sweep_names_its_cells_and_resume_measures_them(cluster,
     cells left are that node's run (they used to be credited to the lost node's), the lost run kept as it was."""
     db = tmp_path / "fleet.db"
     [worker] = cluster.worker_nodes
-    longer = ["--workloads", "tiny-fcn-r,tiny-alexnet-r,tiny-resnet-56", *SWEEP[2:], "--repeats", "3",
+    longer = ["--workloads", "tiny-fcn-r,tiny-alexnet-r,tiny-resnet-56", *SWEEP[2:-4], "--repeats", "3",
               "--min-time", "1", "--max-time", "1"]  # fmt: skip
     cmd = [sys.executable, "-m", "dlperf", "run", *longer, "--ray", cluster.address, "--db", str(db)]
     # 9 processes of a second or more: the node dies mid-sweep
