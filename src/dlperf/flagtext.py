@@ -102,7 +102,10 @@ def duration_seconds(text: str, flag: str, bare_s: float | None, most_s: float =
         if not parts or "".join(n + u for n, u in parts).lower() != compact.lower():
             bare = f"a number of {'seconds' if bare_s == 1 else 'minutes'}, or " if bare_s in (1, 60) else ""
             raise UsageError(f"{flag} {text!r}: expected {bare}a duration with its unit ({units}){_digits(text)}")
-        seconds = sum(float(n) * UNIT_SECONDS[u.lower()] for n, u in parts)
+        sizes = [UNIT_SECONDS[u.lower()] for _, u in parts]
+        if sizes != sorted(set(sizes), reverse=True):  # 1m1h or 30m30m: a typo read as 61 or 60 minutes
+            raise UsageError(f"{flag} {text!r}: expected each unit once, the largest first ({units})")
+        seconds = sum(float(n) * size for (n, _), size in zip(parts, sizes, strict=True))
     if not (math.isfinite(seconds) and 0 < seconds <= most_s):
         limit = f" and at most {most_s:g} s" if seconds > most_s else ""
         raise UsageError(f"{flag} {text!r}: expected a duration above zero{limit} ({units})")

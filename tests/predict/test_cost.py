@@ -94,6 +94,9 @@ def test_the_environment_variable_names_the_file_when_the_flag_does_not(tmp_path
         ("T4,nan,1,,,\n", ["line 2, column usd_per_hour_low", "'nan' is not a number"]),
         ("T4,1,inf,,,\n", ["line 2, column usd_per_hour_high", "'inf' is not a number"]),
         ("T4,1e400,1e400,,,\n", ["line 2, column usd_per_hour_low", "'1e400' is not a number"]),
+        ("T4,1e300,1e300,,,\n", ["line 2, column usd_per_hour_low", "1e300 is outside $0.001 to $1,000", "per month"]),
+        ("T4,0.3,1500,,,\n", ["line 2, column usd_per_hour_high", "1500 is outside"]),
+        ("T4,0.0001,1,,,\n", ["line 2, column usd_per_hour_low", "0.0001 is outside"]),
         ("T4,1,1,,,\nT4,2,2,,,\n", ["line 3, column gpu", "line 2 already"]),
         ("", ["no price rows"]),
     ],
@@ -122,13 +125,15 @@ def test_a_wrong_header_or_a_missing_file_is_one_line(tmp_path):
 
 
 @pytest.mark.parametrize(("text", "seconds"), [("2h", 7200), ("90m", 5400), ("3600s", 3600), ("1h30m", 5400),
-                                               ("1.5h", 5400), ("1d", 86400)])  # fmt: skip
+                                               ("1.5h", 5400), ("1d", 86400), ("1d2h3m4s", 93784)])  # fmt: skip
 def test_a_deadline_is_a_duration_with_its_unit(text, seconds):
     assert cost.parse_deadline(text) == seconds
 
 
 @pytest.mark.parametrize(("text", "fragment"), [("-2h", "above zero"), ("0h", "above zero"), ("0", "unit"),
-                                                ("2", "unit"), ("soon", "unit"), ("2h-1m", "unit")])  # fmt: skip
+                                                ("2", "unit"), ("soon", "unit"), ("2h-1m", "unit"),
+                                                ("1m1h", "each unit once, the largest first"),
+                                                ("30m30m", "each unit once"), ("2h1d", "each unit once")])  # fmt: skip
 def test_a_negative_zero_or_unitless_deadline_is_refused(text, fragment):
     with pytest.raises(UsageError, match=fragment):
         cost.parse_deadline(text)

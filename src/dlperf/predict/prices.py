@@ -19,6 +19,7 @@ from dlperf.predict import gpus
 ENV = "DLPERF_PRICES"
 REQUIRED = ("gpu", "usd_per_hour_low", "usd_per_hour_high")
 COLUMNS = (*REQUIRED, "region", "date", "sources")
+DOLLARS = (0.001, 1000.0)  # the plausible range of one GPU-hour's price, US dollars: a tenth of a cent to a thousand
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
 
 
@@ -134,4 +135,10 @@ def _dollars(cells: dict[str, str], column: str, at) -> float:
         raise UsageError(f"{at(column)}: {text!r} is not a number (US dollars per GPU-hour)")
     if not value > 0:
         raise UsageError(f"{at(column)}: {text} (a price must be above 0)")
+    least, most = DOLLARS
+    if not least <= value <= most:  # 1e300 was taken, and every cost said in it
+        raise UsageError(
+            f"{at(column)}: {text} is outside ${least:g} to ${most:,g}, the range a GPU-hour's price "
+            "can take here (a price per month, or a whole machine's? it is per GPU and per hour)"
+        )
     return value
