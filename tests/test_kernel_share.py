@@ -69,3 +69,30 @@ def test_the_high_water_marks_increase_is_the_mark_less_the_set_after_the_reset(
     assert timed_samples(timed(computes), config, emit=lambda e: None).process_hwm_increase_bytes == 2_000_000
     monkeypatch.setattr(system, "reset_rss_hwm", lambda: False)
     assert timed_samples(timed(computes), config, emit=lambda e: None).process_hwm_increase_bytes is None
+
+
+def test_the_cpu_utilization_is_over_the_timed_steps_not_the_scans_of_the_load_after_them(monkeypatch):
+    """The own CPU's share of the wall time: the wall time ran on to the end of the scan of /proc that reads the
+    process family's CPU time after the steps, so where that scan is slow (a host of many processes) a step that
+    keeps its core busy read as partly idle. Here the steps sleep for 0.3 s in all and the process's CPU time is made
+    to grow by as much (a core kept busy: a share of 1), and the scan after them takes 0.3 s more: counted, the share
+    read 0.5."""
+    import os
+
+    from dlperf.measure import system
+    from dlperf.worker import cell
+
+    real = system.family_cpu_s
+
+    def slow_scan() -> float:
+        time.sleep(0.3)
+        return real()
+
+    zero = os.times_result((0.0, 0.0, 0.0, 0.0, 0.0))
+    busy = os.times_result((0.3, 0.0, 0.0, 0.0, 0.0))
+    stepped = []  # the CPU time grows by the steps' 0.3 s once they have run
+    monkeypatch.setattr(system, "family_cpu_s", slow_scan)
+    monkeypatch.setattr(cell.os, "times", lambda: busy if stepped else zero)
+    sleeps = timed(lambda: stepped.append(time.sleep(0.1)))
+    sampled = timed_samples(sleeps, TimerConfig(min_steps=3, min_time=0.0, max_time=0.25), emit=lambda e: None)
+    assert sampled.n == 3 and 0.75 < sampled.cpu_utilization <= 1.01, sampled  # over a wall of 0.6 s: 0.5

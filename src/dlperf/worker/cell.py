@@ -315,13 +315,15 @@ def timed_samples(
     hwm_reset, rss_before = system.reset_rss_hwm(), system.rss_bytes()
     before = Since.now()  # with a loader's worker processes, whose CPU is no other process's
     own_before, faults_before = os.times(), _minor_faults()
+    started = time.perf_counter()
     batch = SampleBatch(emit)
     try:
         samples = sample(run, cfg, on_sample=lambda t: batch.add(own(t)), clock=clock)
     finally:
         batch.flush()  # a step that raised keeps the samples before it
-    own_after, after = os.times(), Since.now()
-    wall = after.at - before.at
+    own_after, ended = os.times(), time.perf_counter()
+    after = Since.now()  # its scan of /proc for the family's CPU time falls outside the own CPU's wall time below
+    wall = ended - started
     own_cpu, kernel_cpu = _cpu_s(own_after) - _cpu_s(own_before), own_after.system - own_before.system
     faults = _minor_faults() - faults_before
     others, unread = load(before, after, since)
