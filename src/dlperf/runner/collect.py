@@ -540,10 +540,15 @@ def _cell_status(measurements: list[ProcessMeasurement]) -> tuple[Status, str | 
 
 
 def _static(details: list[ProcessDetail]) -> CellFigures:
-    """Figures that do not depend on timing: taken from the first process that reported them."""
+    """Figures that do not depend on timing, taken from the first process that reported them; the processes' median of
+    those their timed steps read (cores busy, page faults, the kernel's share)."""
 
     def first(name: str):
         return next((getattr(d, name) for d in details if getattr(d, name) is not None), None)
+
+    def middle(name: str):  # what each process's timed steps did: the first process's alone read one of several
+        values = [v for d in details if (v := getattr(d, name)) is not None]
+        return statistics.median(values) if values else None
 
     memory = first("memory") or {}
     kind, peak = next(
@@ -564,9 +569,9 @@ def _static(details: list[ProcessDetail]) -> CellFigures:
         settings=first("settings"),
         warmup_steady=all(d.warmup_steady is not False for d in details),
         build_s=first("build_s"),
-        cpu_utilization=first("cpu_utilization"),
-        minor_faults_per_step=first("minor_faults_per_step"),
-        kernel_cpu_share=first("kernel_cpu_share"),
+        cpu_utilization=middle("cpu_utilization"),
+        minor_faults_per_step=middle("minor_faults_per_step"),
+        kernel_cpu_share=middle("kernel_cpu_share"),
         flops_by_dtype=first("flops_by_dtype"),
         compile=first("compile"),
         loss_check=first("loss_check"),
