@@ -21,7 +21,10 @@ FIT_MAX_BATCH = 2**16  # `dlperf fit`'s cap on the batches tried: far above any 
 # ---- each search's timer: `measure.timer.TimerConfig`'s fields (spec.py makes each a TimerConfig)
 OPTIMIZE_TIMING = {"min_steps": 10, "min_time": 2.0, "max_time": 10.0, "max_warmup": 30}  # `dlperf optimize`
 CROSSOVER_TIMING = {"min_steps": 6, "min_time": 0.5, "max_time": 10.0, "max_warmup": 10}  # many cells; 6 steps: 95% CI
-FIT_TIMING = {"min_steps": 3, "min_time": 0.2, "max_time": 5.0, "max_warmup": 6}  # `dlperf fit`: 6 can settle
+# `dlperf fit`: 6 warm-up steps can settle; 0.3 s the least over which the CPUs' busy counters read other processes'
+# load on 2 CPUs or more (`system.share_window_s`): at 0.2 s each try of a small model was stored "other processes'
+# load not read", and `dlperf table` marked every cell of a fit's run `?`
+FIT_TIMING = {"min_steps": 3, "min_time": 0.3, "max_time": 5.0, "max_warmup": 6}
 OPTIMIZE_BUDGET_MIN = 15.0  # `dlperf optimize --budget`'s default, in minutes
 
 # ---- `dlperf advise`

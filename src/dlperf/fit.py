@@ -83,7 +83,7 @@ class Try:
         oom = out_of_memory(cell)
         rate = batch / cell.median_s if fitted(cell) and cell.median_s else None
         # and a loss that was not finite: the batch fits, but the steps timed did not train (optimize's NaN model)
-        # not a load left unread: a try's timer is short on purpose (`FIT_TIMING`), and its rate an aside
+        # not a load left unread (a --min-time below `FIT_TIMING`'s, on one CPU): a try's rate is an aside here
         said = tuple(w for w in cell.warnings if (note_kind(w) == "noise" and not w.startswith(LOAD_UNREAD))
                      or w.startswith("loss not finite:"))  # fmt: skip
         timing = said if rate else ()
