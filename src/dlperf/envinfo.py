@@ -268,8 +268,15 @@ def resume_diff(fingerprint_stored: dict, env_stored: dict, env: dict) -> list[s
     restarted on the same machine has a new one, and its interrupted run goes on there. [] where it can go on."""
     old, new = recorded(fingerprint_stored, env_stored), fingerprint(env)
     diffs = fingerprint_diff(*({k: v for k, v in f.items() if k != "hostname"} for f in (old, new)))
+    return diffs + dlperf_diff(env_stored, env)
+
+
+def dlperf_diff(env_stored: dict, env: dict) -> list[str]:
+    """dlperf itself since a stored run was measured, in words: its version ("dlperf 0.1.0 -> 0.2.0"; a run that
+    recorded none is taken as this one's) and its timing code (`code_diff`); [] where it is the same. `--resume`
+    compares this machine's (`resume_diff`), `--resume --ray` the node's that would take the run up."""
     was, now = env_stored.get("dlperf_version"), env.get("dlperf_version")
-    return diffs + ([f"dlperf {was} -> {now}"] if was and now and was != now else []) + code_diff(env_stored, env)
+    return ([f"dlperf {was} -> {now}"] if was and now and was != now else []) + code_diff(env_stored, env)
 
 
 def code_diff(env_stored: dict, env: dict) -> list[str]:

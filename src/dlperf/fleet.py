@@ -39,6 +39,7 @@ from dlperf.fleet_node import (
     chosen_by,
     continuation,
     node_argv,
+    other_dlperf,
     unfinished,
 )
 from dlperf.fleet_watch import RayLog, cut_off, elsewhere, ended_raylet, note_raylet, say_own_node_ended, watched
@@ -494,8 +495,13 @@ def resume_nodes(ray, store: Store, chosen: list[NodeInfo], argv: list[str], add
     for run in runs:  # a copy (`dlperf merge`): asked after `_kinds` (seconds), when a driver of its source leases it
         if refused := source_refusal(store, run, str(store.path)):
             raise UsageError(f"--resume --ray: {refused}")
+    placed = place(runs, chosen, kinds, measured_by(store))
+    for run, info in placed:  # before any run is taken up: one refused stays as it was
+        if info is not None and (changes := other_dlperf(run.env, kinds[info.node_id])):
+            raise UsageError(f"--resume --ray: run {run.id} was measured by another dlperf than {info.describe()} "
+                             f"runs ({'; '.join(changes)}); start a new run instead")  # fmt: skip
     nodes, waiting, kindless = [], [], []
-    for run, info in place(runs, chosen, kinds, measured_by(store)):
+    for run, info in placed:
         if info is None:
             (waiting if of_kind(run, chosen, kinds) else kindless).append(run)
             continue

@@ -135,8 +135,10 @@ class NodeSweep:
         return envinfo.capture(framework_info(frameworks))
 
     def kind(self, frameworks: list[str]) -> dict:
-        """This node's fingerprint, as `dlperf run --resume` would capture it."""
-        return envinfo.fingerprint(self.environment(frameworks))
+        """This node's fingerprint, as `dlperf run --resume` would capture it, and the dlperf it runs (`DLPERF`), which
+        `--resume --ray` compares with a run's (`other_dlperf`)."""
+        env = self.environment(frameworks)
+        return {**envinfo.fingerprint(env), **{key: env[key] for key in DLPERF if key in env}}
 
     def start(self, argv: list[str], rows: RunRows | None = None) -> None:
         """`dlperf ARGV` here; `rows`: a run of the driver's store resumed here (this node's own, or what a lost
@@ -307,6 +309,19 @@ def node_environ() -> dict[str, str]:
     if "OMP_NUM_THREADS" not in raylet:
         env.pop("OMP_NUM_THREADS", None)
     return env
+
+
+DLPERF = ("dlperf_version", "dlperf_code")  # a node's dlperf, beside its fingerprint in its `kind`
+
+
+def other_dlperf(run_env: dict, kind: dict) -> list[str]:
+    """How the dlperf a node runs (its `kind`) differs from the one that measured a run, in words, as `--resume`
+    says it (`envinfo.dlperf_diff`); [] where it is the same. A node whose dlperf does not say its timing code (one
+    older than this) differs from a run that recorded one: the local `--resume` always has its own to compare."""
+    was = run_env.get("dlperf_code")
+    if isinstance(was, dict) and not isinstance(kind.get("dlperf_code"), dict):
+        return [f"dlperf's timing code {str(was.get('digest'))[:12]} -> one the node's older dlperf does not say"]
+    return envinfo.dlperf_diff(run_env, kind)
 
 
 def continuation(rows: RunRows) -> RunRows:
