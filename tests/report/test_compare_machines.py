@@ -43,3 +43,33 @@ def test_a_different_dlperf_is_named_among_the_differences(tmp_path):
         db.close()
     proc = dlperf("compare", str(a), str(b))
     assert "differences: dlperf 0.1.0 -> 0.2.0" in proc.stdout and "warning" not in proc.stderr, proc.stdout
+
+
+def with_code(path, digest: str | None, commit: str = "11eef592") -> None:
+    with sqlite3.connect(path) as db:
+        if digest is None:
+            db.execute("UPDATE runs SET env_json = json_remove(env_json, '$.dlperf_code')")
+        else:
+            code = json.dumps({"digest": digest + "0" * 52, "commit": commit + "0" * 32})
+            db.execute("UPDATE runs SET env_json = json_set(env_json, '$.dlperf_code', json(?))", (code,))
+    db.close()
+
+
+def test_runs_of_other_dlperf_code_are_said_to_differ(tmp_path):
+    """Two runs of dlperf 0.1.0 at two commits, whose timing code differs: compare named no difference, the ratios
+    read as the runs' own. It says the code as `--resume` does; a commit that left the timing code alone, or a run
+    that recorded none, is no difference."""
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    make_db(a, BASE)
+    make_db(b, SLOWER)
+    with_code(a, "4f1c9a2e0b7d")
+    with_code(b, "9d03b5e1c2aa", "29e29346")
+    proc = dlperf("compare", str(a), str(b))
+    said = "differences: dlperf's timing code 4f1c9a2e0b7d (commit 11eef592) -> 9d03b5e1c2aa (commit 29e29346)"
+    assert said in proc.stdout.splitlines(), proc.stdout
+    out = json.loads(dlperf("compare", str(a), str(b), "--format", "json").stdout)
+    assert out["same_machine"] is False and out["b"]["fingerprint"]["dlperf_code"]["commit"].startswith("29e29346")
+    with_code(b, "4f1c9a2e0b7d", "29e29346")  # another commit, the same timing code
+    assert "differences:" not in dlperf("compare", str(a), str(b)).stdout
+    with_code(b, None)
+    assert "differences:" not in dlperf("compare", str(a), str(b)).stdout

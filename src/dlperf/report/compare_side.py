@@ -87,8 +87,9 @@ def load(text: str, name: str, default_db: str) -> Side:
         state = run_state(store, run)
     finally:
         store.close()
-    version = run.env.get("dlperf_version")  # the dlperf that measured the run, set beside its machine
-    fingerprint = {**run.fingerprint, **({"dlperf": version} if version else {})}
+    version, code = run.env.get("dlperf_version"), run.env.get("dlperf_code")  # the dlperf that measured the run,
+    fingerprint = {**run.fingerprint, **({"dlperf": version} if version else {}),  # set beside its machine
+                   **({"dlperf_code": code} if isinstance(code, dict) else {})}  # fmt: skip
     return Side(name, path, run.id, run.started_at, fingerprint, cells, samples,
                 state.summary() if state.unfinished else "", settings_of(run.spec, run.env),
                 run_data(run.spec))  # fmt: skip
@@ -144,7 +145,7 @@ def machine_lines(a: Side, b: Side) -> list[str]:
     from dlperf.envinfo import fingerprint_diff
 
     used = {c.framework for c in a.cells} & {c.framework for c in b.cells}
-    differences = fingerprint_diff(_with_only(a.fingerprint, used), _with_only(b.fingerprint, used))
+    differences = fingerprint_diff(_with_only(a.fingerprint, used), _with_only(b.fingerprint, used)) + code_diff(a, b)
     if not differences:
         return []
     return [f"{a.name}: {a.machine()}", f"{b.name}: {b.machine()}", f"differences: {'; '.join(differences)}"]
@@ -222,7 +223,18 @@ def compare_hint(db: str, run_id: int) -> list[str]:
     return [f"run {earlier} measured {shared} of these cells on the same hardware too: {command} {verdict}"]
 
 
+def code_diff(a: Side, b: Side) -> list[str]:
+    """dlperf's timing code where both runs recorded theirs and the two differ, as `--resume` says it ("dlperf's
+    timing code 4f1c9a2e0b7d (commit 11eef592) -> 9d03b5e1c2aa (commit 29e29346)"): the same version at two commits
+    may time a step otherwise. A run an older dlperf measured, which recorded none, is not compared."""
+    from dlperf import envinfo
+
+    both = all(isinstance(s.fingerprint.get("dlperf_code"), dict) for s in (a, b))
+    return envinfo.code_diff(a.fingerprint, b.fingerprint) if both else []
+
+
 def _with_only(fingerprint: dict[str, Any], frameworks: set[str]) -> dict[str, Any]:
-    """The fingerprint with these frameworks' versions alone."""
+    """The fingerprint with these frameworks' versions alone, without dlperf's timing code (`code_diff` says it)."""
     found = fingerprint.get("frameworks") or {}
-    return {**fingerprint, "frameworks": {k: v for k, v in found.items() if k in frameworks}}
+    kept = {k: v for k, v in fingerprint.items() if k != "dlperf_code"}
+    return {**kept, "frameworks": {k: v for k, v in found.items() if k in frameworks}}
