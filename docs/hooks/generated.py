@@ -177,6 +177,9 @@ EXPORT_COLUMNS = {
     "cores": "the cores that machine let dlperf use",
     "gpus": "that machine's GPUs, by name; empty without",
     "dlperf_version": "the dlperf that measured the run",
+    "dlperf_code": "the digest (SHA-256) of that dlperf's code that builds and times a step, which `--resume` "
+    "compares: two runs of one version at two commits may differ here; empty for a run an older dlperf measured",
+    "dlperf_commit": "the git commit that dlperf ran from; empty where it was not run from a git checkout",
     "key": "the cell's identity: workload|framework|device|threads|mode, and what a cell adds (processes, loader)",
     "workload": "the workload's name (`dlperf list`)",
     "framework": "torch, jax, tensorflow or mxnet",

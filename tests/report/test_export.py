@@ -155,3 +155,26 @@ def test_each_record_names_its_run_wherever_it_is_read_and_a_framework_version_m
     assert rec["framework_version"] == "2.13.0+cpu"
     here = RunRecord(1, "2026-12-01T10:00:00", None, "complete", ["dlperf", "run"], {}, {}, {})
     assert export.record(unsupported, run=here, state="complete")["run_origin"] is None
+
+
+def test_each_record_names_the_dlperf_code_that_measured_its_run():
+    """A run keeps the digest of dlperf's timing code and its commit (`envinfo.timing_code`), which `--resume`
+    compares, but the export carried the version alone: two runs of 0.1.0 at two commits read alike. The columns
+    follow dlperf_version, the ones before it unmoved; empty for a run an older dlperf measured."""
+    from dlperf.store.records import RunRecord
+
+    code = {"digest": "4f1c9a2e0b7d" + "0" * 52, "commit": "11eef592" + "0" * 32}
+    env = {"dlperf_version": "0.1.0", "dlperf_code": code}
+    run = RunRecord(1, "2026-12-01T10:00:00", None, "complete", ["dlperf", "run"], {}, env, {"hostname": "vm"})
+    rec = export.record(make_cell("fcn-r", median_s=0.25, n=12), run=run, state="complete")
+    said = (rec["dlperf_version"], rec["dlperf_code"], rec["dlperf_commit"])
+    assert said == ("0.1.0", code["digest"], code["commit"])
+    [row] = csv.DictReader(io.StringIO(export.render([rec], "csv")))
+    assert (row["dlperf_code"], row["dlperf_commit"]) == (code["digest"], code["commit"])
+    names = export.columns()
+    assert names[: names.index("dlperf_version") + 3][-3:] == ["dlperf_version", "dlperf_code", "dlperf_commit"]
+    assert names[:9] == ["run_id", "run_started_at", "run_state", "run_origin", "hostname", "cpu_model", "cores",
+                         "gpus", "dlperf_version"]  # fmt: skip
+    older = RunRecord(1, "2026-12-01T10:00:00", None, "complete", ["dlperf", "run"], {}, {"dlperf_version": "0.1"}, {})
+    rec = export.record(make_cell("fcn-r", median_s=0.25, n=12), run=older, state="complete")
+    assert rec["dlperf_code"] is None and rec["dlperf_commit"] is None

@@ -201,13 +201,17 @@ def planned_version(cell: CellRecord, run: RunRecord | None) -> str | None:
 
 
 def machine_fields(run: RunRecord | None) -> dict[str, Any]:
-    """The machine that measured the run, as its fingerprint names it, and the dlperf that measured it: the same keys
-    for every record, None where a run does not say."""
+    """The machine that measured the run, as its fingerprint names it, and the dlperf that measured it, its version
+    and its timing code (`envinfo.timing_code`: its digest, and the git commit it ran from): the same keys for every
+    record, None where a run does not say (one an older dlperf measured keeps no code)."""
     found = run.fingerprint if run else {}
     cores = (found.get("cores") or {}).get("cores")
     gpus = [g for g in found.get("gpus") or [] if g]
+    code = run.env.get("dlperf_code") if run else None
+    code = code if isinstance(code, dict) else {}
     return {"hostname": found.get("hostname"), "cpu_model": found.get("cpu_model"), "cores": cores,
-            "gpus": gpus or None, "dlperf_version": run.env.get("dlperf_version") if run else None}  # fmt: skip
+            "gpus": gpus or None, "dlperf_version": run.env.get("dlperf_version") if run else None,
+            "dlperf_code": code.get("digest"), "dlperf_commit": code.get("commit")}  # fmt: skip
 
 
 def loader_fields(cell: CellRecord, group: Group | None) -> dict[str, Any]:
