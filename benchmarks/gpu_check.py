@@ -602,6 +602,7 @@ def plain_loop(workload: str, device: str, seconds: float, threads: int | None =
 
     if threads:
         torch.set_num_threads(threads)
+    torch.manual_seed(0)  # the cells' weights: training_parts draws them from torch's generator as it stands
     model, optimizer, loss_fn, x, y = training_parts(workload, device)
     clip = BUILTIN[workload].optimizer.clip_grad_norm if workload in BUILTIN else None
     params = [p for p in model.parameters() if p.requires_grad]

@@ -573,7 +573,10 @@ def training_parts(workload: str, device: str = "cpu", data_dir: str | None = No
     `file.py:make` or `package.module:make`) in fp32 eager on `device`, the factory's own optimizer included, with
     one synthetic batch already on the device; `data_dir`: the folder a factory that takes `data_dir` is given, as
     `--data DIR`. `dlperf optimize`'s recipe starts from these (`from dlperf import training_parts`), so it runs as
-    printed; in your own code, your own objects take their place. PyTorch is imported on the first call, not before.
+    printed; in your own code, your own objects take their place. The weights are drawn from torch's generator as
+    you left it, as a model you build is: `torch.manual_seed(0)` first gives those of dlperf's cells, and in a
+    factory dlperf calls, each cell's seed gives its own (the loss check compares seeds). PyTorch is imported on the
+    first call, not before.
     A workload or device `dlperf run` would refuse is refused in its words, naming the argument, before anything is
     built."""
     from dlperf.frameworks import backend

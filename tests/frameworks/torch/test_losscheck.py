@@ -223,6 +223,59 @@ def test_user_workload(tmp_path):
     assert result["fp32_losses"][-1] < 0.5 * result["fp32_losses"][0]  # four samples, fitted
 
 
+ON_TRAINING_PARTS = """
+import torch
+import dlperf
+
+
+def make():
+    model, optimizer, loss_fn, x, y = dlperf.training_parts("tiny-fcn-r")
+    model = torch.nn.Sequential(model, torch.nn.Linear(10, 10))  # a head of its own, drawn after it
+    return dlperf.user_workload("wrapped", model, lambda b, device: (x[:b], y[:b]), loss_fn, batch_size=4)
+"""
+
+
+def test_a_factory_built_on_training_parts_gets_each_seeds_own_weights(tmp_path):
+    """`training_parts` reseeded torch with 0 inside the factory dlperf had seeded for the cell, and left it seeded
+    for the batch: every seed got the same weights, the loss check's spread runs equalled its fp32 run (spread 0,
+    a tolerance of rounding alone), and a bf16 cell of benchmarks/workloads/big_batch.py failed on 0.2 of loss against
+    a tolerance of 0.051. Now its weights are drawn from the generator as dlperf seeded it (the built-in cell's own at
+    that seed), the factory's next draws go on from there, and the batch is the same for every seed."""
+    path = tmp_path / "wrapped.py"
+    path.write_text(ON_TRAINING_PARTS)
+    workload = Workload("wrapped", "user", {}, InputSpec("user", ()), 0, 4, OptimizerSpec("user"),
+                        source=f"{path}:make")  # fmt: skip
+    one, two = (tb.build(workload, "cpu", "fp32", seed=s) for s in (1, 2))
+    builtin = tb.build(BUILTIN["tiny-fcn-r"], "cpu", "fp32", seed=2)
+    assert same(two.model[0], builtin.model) and not same(one.model[0], two.model[0])
+    assert not same(one.model[1], two.model[1])  # the head: not drawn from the batch's seed
+    assert torch.equal(one.inputs, two.inputs) and torch.equal(one.inputs, builtin.inputs[:4])
+    result = tb.loss_check(workload, "cpu", "bf16", steps=3, seeds=2)
+    assert result["ok"], result["reason"]
+    assert all(curve != result["fp32_losses"] for curve in result["spread_losses"])
+    assert min(result["tolerance"]) > 0.1  # the seeds' spread, not rounding's thousandths
+
+
+def test_training_parts_draws_the_weights_from_the_callers_generator_and_leaves_it_as_after_them():
+    """Seeded with 0, the weights and batch of dlperf's cells; the batch, drawn from its own seed, leaves the
+    caller's generator where the weights' draws left it (it was left at the batch's seed)."""
+    import dlperf
+    from dlperf.frameworks.torch.models import build_model
+
+    torch.manual_seed(0)
+    model, *_, x, _ = dlperf.training_parts("tiny-fcn-r")
+    after = torch.get_rng_state()
+    cell = tb.build(BUILTIN["tiny-fcn-r"], "cpu", "fp32", seed=0)
+    assert same(model, cell.model) and torch.equal(x, cell.inputs)
+    torch.manual_seed(0)
+    build_model(BUILTIN["tiny-fcn-r"])
+    assert torch.equal(after, torch.get_rng_state())
+
+
+def same(a, b) -> bool:
+    return all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+
+
 # ----------------------------------------------------------------------------------------------------------------------
 # The judge, on synthetic curves
 

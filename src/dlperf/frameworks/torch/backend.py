@@ -142,7 +142,9 @@ def training_parts(workload: str, device: str = "cpu", data_dir: str | None = No
     included, `data_dir` given to a factory that takes it. `dlperf optimize`'s recipe starts from these, so it runs as
     printed; in one's own code, one's own objects take their place. `workload` and `device` as `api.training_parts`
     checked them; a device this machine lacks is refused naming the argument (torch's traceback, for cuda on a PyTorch
-    without CUDA)."""
+    without CUDA). The weights are drawn from torch's generator as the caller left it, as a model built in one's own
+    code is: in a factory dlperf calls, the seed it set for the cell, so the loss check's seeds differ (seeded with 0
+    here, dlperf's cells' weights); the batch is the cells' whatever the seed."""
     from dlperf.workloads import BUILTIN
     from dlperf.workloads.base import split_variant
 
@@ -157,5 +159,5 @@ def training_parts(workload: str, device: str = "cpu", data_dir: str | None = No
                           source=name, extra={"data_dir": data_dir} if data_dir else {})  # fmt: skip
     if batch is not None:
         chosen = dataclasses.replace(chosen, batch=batch)
-    step = build(chosen, device, "fp32")
+    step = build(chosen, device, "fp32", seed=None)
     return step.model, step.optimizer, step.loss_fn, step.inputs, step.targets

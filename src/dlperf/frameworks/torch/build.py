@@ -22,9 +22,9 @@ from dlperf.frameworks.torch import recompute
 from dlperf.frameworks.torch.models import build_model
 from dlperf.frameworks.torch.optimizers import NoSuchArgument, rebuild_optimizer
 from dlperf.frameworks.torch.step import (
-    DATA_SEED,
     TorchStep,
     cross_entropy,
+    data_seeded,
     make_optimizer,
     synthetic_batch,
 )
@@ -37,9 +37,10 @@ MODES = capabilities.of(Framework.TORCH).modes  # mode components this backend i
 AUTOCAST_DTYPES = {Mode.BF16: torch.bfloat16, Mode.FP16: torch.float16}
 
 
-def build(workload: Workload, device: str, mode: str, *, seed: int = 0, nvtx: bool = False) -> TorchStep:
+def build(workload: Workload, device: str, mode: str, *, seed: int | None = 0, nvtx: bool = False) -> TorchStep:
     """The train step of `workload` on `device` in `mode`, weights initialized from `seed` (the same weights and data
-    in every cell); with `nvtx` (`--nvtx`), its phases in NVTX ranges. NotImplementedError (recorded as
+    in every cell; None: drawn from torch's generator as the caller left it, which is then left as after those
+    draws, `training_parts`); with `nvtx` (`--nvtx`), its phases in NVTX ranges. NotImplementedError (recorded as
     `unsupported`, with the reason) when the mode does not apply to this workload or device."""
     components = set(mode_components(mode))
     dev = torch.device(device)
@@ -52,11 +53,12 @@ def build(workload: Workload, device: str, mode: str, *, seed: int = 0, nvtx: bo
     return step
 
 
-def _builtin(workload: Workload, device: torch.device, seed: int) -> TorchStep:
-    torch.manual_seed(seed)
+def _builtin(workload: Workload, device: torch.device, seed: int | None) -> TorchStep:
+    if seed is not None:
+        torch.manual_seed(seed)
     model = build_model(workload).to(device)
-    torch.manual_seed(DATA_SEED)
-    batch = synthetic_batch(workload, device)
+    with data_seeded(device, callers=seed is None):
+        batch = synthetic_batch(workload, device)
     optimizer = make_optimizer(workload.optimizer, model.parameters())
     return TorchStep(model, batch, cross_entropy, optimizer, workload.optimizer.clip_grad_norm, device)
 

@@ -348,6 +348,18 @@ def state_tensors(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> d
     return {"params": params, "grads": [p.grad for p in params if p.grad is not None], "optimizer": state}
 
 
+@contextlib.contextmanager
+def data_seeded(device: torch.device, *, callers: bool = False) -> Iterator[None]:
+    """The batch drawn from `DATA_SEED`, the same whatever seed the weights came from; `callers`: torch's generators
+    (the CPU's and `device`'s kind) then put back as they stood, the weights having been drawn from the caller's own
+    (`training_parts`): a factory's draws after it go on from the seed dlperf set, not from the batch's."""
+    kind = "cuda" if device.type == "cpu" else device.type
+    gpus = list(range(getattr(torch, kind).device_count())) if callers and device.type != "cpu" else []
+    with torch.random.fork_rng(devices=gpus, enabled=callers, device_type=kind):
+        torch.manual_seed(DATA_SEED)
+        yield
+
+
 def synthetic_batch(workload: Workload, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """Random inputs and labels of the workload's shapes, made once, on the device."""
     shape = (workload.batch, *workload.input.shape)

@@ -21,18 +21,22 @@ from torch.utils.data import default_collate
 
 from dlperf.errors import UsageError
 from dlperf.frameworks.torch.optimizers import parameter_names, rebuild_optimizer, regrouped
-from dlperf.frameworks.torch.step import DATA_SEED, TorchStep
+from dlperf.frameworks.torch.step import TorchStep, data_seeded
 from dlperf.vocab import Framework
 from dlperf.workloads.base import Workload
 from dlperf.workloads.user import UserWorkload, build_user_workload, default_data_dir
 
 
-def build_user(workload: Workload, device: torch.device, seed: int) -> TorchStep:
-    torch.manual_seed(seed)
+def build_user(workload: Workload, device: torch.device, seed: int | None) -> TorchStep:
+    """The user's factory called with torch's generators seeded by `seed` (None: as the caller left them, `build`),
+    so a model it builds, with `training_parts` too, has each seed's own weights; then its batch, the same for
+    every seed."""
+    if seed is not None:
+        torch.manual_seed(seed)
     user = user_of(workload)
     model = _on(user.model, device).train()
-    torch.manual_seed(DATA_SEED)
-    batch = _moved(user.make_batch(workload.batch, device), device)  # at the planned batch (the factory's, or swept)
+    with data_seeded(device, callers=seed is None):
+        batch = _moved(user.make_batch(workload.batch, device), device)  # at the planned batch (factory's, or swept)
     make_optimizer: Callable = user.optimizer or partial(torch.optim.SGD, lr=0.01)
     optimizer = make_optimizer(model.parameters())  # after .to(device), so its state lives there too
     step = TorchStep(model, batch, user.loss, optimizer, user.clip_grad_norm, device)
