@@ -90,6 +90,9 @@ gpu-test: $(STAMP)
 
 # The GPU acceptance check, with the machine's own torch and JAX and dlperf from this tree (nothing installed): a
 # Markdown table, its JSON, the cells and a log in GPU_CHECK_OUT; GPU_CHECK_ARGS="--only table7,modes" reruns sections.
+# On a lent GPU (15 minutes in all), two calls: GPU_CHECK_ARGS="--budget 450", its files brought back to gpu-check/call1;
+# then, with the device tool's carry naming gpu-check/call1, GPU_CHECK_ARGS="--resume gpu-check/call1 --only left
+# --budget 300" (docs/guides/ci.md).
 GPU_CHECK_OUT ?= gpu-check
 GPU_PYTHON ?= python3
 gpu-check:

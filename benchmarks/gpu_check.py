@@ -37,10 +37,15 @@ Sections, in order (--only takes a comma list of them):
 `--resume DIR` continues an earlier check whose OUT is DIR (15 minutes of a lent GPU hold one full check and a
 rerun of part of it): the sections all of whose lines passed there are kept, marked with the commit they were
 measured at, and the rest run again on a copy of its store (DIR/check.db, which every check writes beside its table),
-so the sections that read earlier cells (modes, crossover, predicted) see them. `predicted` reads every GPU cell: it is
-kept only when every other section is. dlperf's caches (the planning probe's answers, the predictions' operator counts)
-are kept in OUT/cache and taken up by the resumed check. Once every section has a time, here or in the checks it
-resumed (whatever --only chose), a last line (`time`) holds the whole check to 8 minutes with where the time went.
+so the sections that read earlier cells (modes, crossover, predicted) see them; a DIR without its check.db is refused
+(exit 2) before anything runs. `predicted` reads every GPU cell: it is kept only when every other section is.
+dlperf's caches (the planning probe's answers, the predictions' operator counts) are kept in OUT/cache and taken up by
+the resumed check. Once every section has a time, here or in the checks it resumed (whatever --only chose), a last
+line (`time`) holds the whole check to 8 minutes with where the time went.
+
+On a lent GPU (docs/guides/ci.md): `make gpu-check GPU_CHECK_OUT=$OUT GPU_CHECK_ARGS="--budget 450"`, its files
+brought back into gpu-check/call1; then, the device tool's `carry` naming gpu-check/call1 (an ignored folder travels
+only so), `GPU_CHECK_ARGS="--resume gpu-check/call1 --only left --budget 300"`.
 
 `--quick` takes the tiny workloads and short timers, and `--device cpu` runs the same commands on the CPU: how the
 script itself is tested without a GPU (its CUDA-only relations then FAIL, as they should there). Exit 0 when every
@@ -726,6 +731,34 @@ def previous(folder: Path, work: Path) -> list:
     return [rel.Line(**{**line, "at": line.get("at") or at}) for line in data["lines"]]
 
 
+def resume_refused(folders: list[Path], work: Path | None) -> str | None:
+    """Why `--resume FOLDERS` cannot go on, in one line, or None; asked before anything is made or measured. Each
+    folder needs its gpu_check.json, and the latest its store (check.db), which the resumed check runs on: without
+    it the sections that read earlier cells (modes, crossover, predicted) found none, the header named runs the store
+    did not hold, and the `time` line was left out unsaid. Not where the work folder (`--work`) holds a store already,
+    nor where the latest check made no run."""
+    for folder in folders:
+        try:
+            header = json.loads((folder / "gpu_check.json").read_text())["header"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            return f"--resume {folder}: no earlier check's gpu_check.json there ({type(exc).__name__}: {exc})"
+    if work is not None and (work / "check.db").exists():
+        return None
+    db = folders[-1] / "check.db"
+    made = [ids for key, ids in header.items() if key.endswith("_runs") and key != "earlier_runs" and ids]
+    if not db.is_file():
+        if not made and not any(header.get("earlier_runs", {}).values()):
+            return None
+        return (f"--resume {folders[-1]}: no check.db there, the earlier check's store (written beside its "
+                "gpu_check.json): bring the folder back whole, or run the check without --resume")  # fmt: skip
+    try:
+        with closing(read_only(str(db))) as conn:
+            conn.execute("SELECT max(id) FROM runs").fetchone()
+    except sqlite3.Error as exc:
+        return f"--resume {folders[-1]}: its check.db does not open as dlperf's store ({exc})"
+    return None
+
+
 def latest(checks: list[list]) -> list:
     """The lines of earlier checks (oldest first), each section's from the latest check that ran it: a section that
     check did not begin (`not run`) keeps an older check's lines."""
@@ -804,6 +837,9 @@ def main(argv: list[str]) -> int:
             if args.framework == "torch":
                 release(args.device)
         return 0
+    if args.resume and (why := resume_refused([Path(f) for f in args.resume], args.work and Path(args.work))):
+        print(f"gpu_check.py: {why}", file=sys.stderr)
+        return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "gpu_check.log").write_text("")

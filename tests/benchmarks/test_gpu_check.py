@@ -620,6 +620,39 @@ def test_a_resumed_check_reads_the_earlier_lines_with_their_commit_and_copies_it
         gpu_check.previous(tmp_path / "nowhere", work)
 
 
+def test_a_resume_without_the_earlier_store_is_refused_in_one_line_before_anything_runs(tmp_path, capsys, monkeypatch):
+    """`--resume DIR` from a folder without its check.db ran on an empty store, said nothing, named runs the store
+    did not hold and left the `time` line out: now one line, exit 2, before the header's probes or OUT are made. A
+    store that does not open is refused too; a check that made no run needs none, nor does a work folder with one."""
+    earlier, out = tmp_path / "earlier", tmp_path / "out"
+    earlier.mkdir()
+    header = {"commit": "abc", "table7_s": 90.0, "table7_runs": [1, 2]}
+    (earlier / "gpu_check.json").write_text(json.dumps({"header": header, "lines": []}))
+    monkeypatch.setattr(gpu_check, "header", lambda *a: pytest.fail("the check began"))
+
+    def refused(*more):
+        argv = [str(out), "--device", "cpu", "--resume", str(earlier), "--only", "left", *more]
+        assert gpu_check.main(argv) == 2 and not out.exists()
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1, err
+        return err
+
+    assert "no check.db there, the earlier check's store" in refused()
+    (earlier / "check.db").write_bytes(b"a half-copied file")
+    assert "its check.db does not open as dlperf's store (file is not a database)" in refused()
+    (earlier / "check.db").unlink()
+    with closing(sqlite3.connect(earlier / "check.db")) as conn:
+        conn.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY)")
+    assert gpu_check.resume_refused([earlier], None) is None
+    (earlier / "check.db").unlink()
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "check.db").write_bytes(b"its own store, already there")
+    assert gpu_check.resume_refused([earlier], tmp_path / "work") is None
+    (earlier / "gpu_check.json").write_text(json.dumps({"header": {"commit": "abc", "peak_runs": []}, "lines": []}))
+    assert gpu_check.resume_refused([earlier], None) is None  # no run made: no store to go on from
+    assert "no earlier check's gpu_check.json there" in refused("--resume", str(tmp_path / "nowhere"))
+
+
 def test_a_check_keeps_dlperfs_caches_beside_its_table_and_a_resumed_one_takes_them(tmp_path, monkeypatch):
     """The planning probe's answers and the operator counts go to OUT/cache.tar.gz with the table, one file (the
     device tool brings back 8 files of OUT at most: the caches alone were 28); `--resume OUT` adds those its own
