@@ -15,24 +15,24 @@ measured:
 CUDA cells fork from a warm parent that never initialized the CUDA driver, as dlperf's default is (table7 says whether
 each did), which saves most of each GPU cell's start, compiled cells' included; JAX's cells start cold.
 
-Sections, in order (--only takes a comma list of them):
+Sections, in order (--only takes a comma list of them; a second call's `--only left` those the first did not begin,
+in this order):
     table7     the seven networks at the paper's batch in fp32 (`dlperf run --devices cuda:0`), each against a
                hand-written plain loop of the same model, the loops in one fresh process (this script's --plain-loop)
-    modes      tf32, bf16, bf16+channels_last, bf16+cuda_graphs on resnet-50 and resnet-56, against table7's fp32;
-               fp32 and tf32 on resnet-50 b256, bound by its matrix products
-    profile    `dlperf run --profile` of resnet-56 b128, resnet-50 b16 and b256: categories, kernels, verdicts, traces
     peak       `dlperf peak --devices cuda:0`: bf16 matmul and bandwidth against the datasheet, copies, launch cost,
                tf32 products faster than fp32's
+    nccl       `dlperf comm --backend nccl --nproc 1`, and --nproc 2 on one GPU refused
+    modes      tf32, bf16, bf16+channels_last, bf16+cuda_graphs on resnet-50 and resnet-56, against table7's fp32;
+               fp32 and tf32 on resnet-50 b256, bound by its matrix products
+    crossover  `dlperf crossover fcn-r` with the measured CUDA cell in the store: the GPU side "measured"
     data       `dlperf data synth`, then loader cells w0 and w2+pin of fcn-r, resnet-56 and resnet-50 on CUDA
+    compile    bf16+compile on resnet-50 and resnet-56, compiling side by side and each timed alone (`run
+               --compile-at-once 2`, which the processes' stored timelines must show)
+    profile    `dlperf run --profile` of resnet-56 b128, resnet-50 b16 and b256: categories, kernels, verdicts, traces
     jax        `--frameworks jax` on fcn-r and resnet-56 on CUDA, each against a plain JAX loop of the step dlperf
                builds (--plain-loop --framework jax)
-    nccl       `dlperf comm --backend nccl --nproc 1`, and --nproc 2 on one GPU refused
-    crossover  `dlperf crossover fcn-r` with the measured CUDA cell in the store: the GPU side "measured"
-    compile    bf16+compile on resnet-50 and resnet-56, compiling side by side and each timed alone (`run
-               --compile-at-once 2`, which the processes' stored timelines must show; last but two: compiling
-               takes the longest)
-    predicted  every GPU cell of the check's runs with its stored prediction and error (data, no threshold)
     tests      `pytest -m gpu` with DLPERF_REQUIRE=cuda (two workers, a file each, where pytest-xdist is installed)
+    predicted  every GPU cell of the check's runs with its stored prediction and error (data, no threshold)
 
 `--resume DIR` continues an earlier check whose OUT is DIR (15 minutes of a lent GPU hold one full check and a
 rerun of part of it): the sections all of whose lines passed there are kept, marked with the commit they were
@@ -76,10 +76,12 @@ ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT / "src")]
 import gpu_relations as rel  # noqa: E402
 
-# in the order they run: a second call's `--only left` takes those the first did not begin in this order, so the
-# test suite comes before compile (whose compiler may take its whole timeout), and predicted, which reads every GPU
-# cell, last
-SECTIONS = ("table7", "modes", "profile", "peak", "data", "jax", "nccl", "crossover", "tests", "compile", "predicted")
+# in the order they run, and a second call's `--only left` takes those the first did not begin in this order: the
+# headline (table7) and the cheap ones (peak, nccl) first, modes and crossover after table7 (they read its cells),
+# compile where call 1 (--budget 450) ends with each section at its expected time plus 10% and call 2 (--budget 300)
+# still begins it when the first sections overran (it was last but one: not begun in either call then), the test
+# suite last but one (the least lost where call 2 runs short), and predicted, which reads every GPU cell, last
+SECTIONS = ("table7", "peak", "nccl", "modes", "crossover", "data", "compile", "profile", "jax", "tests", "predicted")
 LEFT = "left"  # --only left: the sections the resumed checks did not begin
 BIG_BATCH = f"{HERE / 'workloads' / 'big_batch.py'}"
 

@@ -764,19 +764,58 @@ def test_a_resumed_check_takes_each_sections_figures_from_the_latest_check_that_
     assert gpu_check.earlier_figures([first, second], "_runs") == {"jax": [8]}
 
 
-def test_only_left_runs_what_the_earlier_checks_did_not_begin_tests_before_compile(tmp_path, capsys):
+def test_only_left_runs_what_the_earlier_checks_did_not_begin_in_the_sections_order(tmp_path, capsys):
     """A first call at --budget 450 leaves the last sections `not run`; `--resume OUT --only left` runs just those,
-    the test suite before compile (whose compiler may take its whole timeout), and predicted after them, for their
-    cells. Sections that ran and failed are not run again unless named."""
+    in SECTIONS' order, and predicted after them, for their cells. Sections that ran and failed are not run again
+    unless named. Modes and crossover read table7's cells, so they come after it; compile before jax (`--only left`
+    began it after the test suite, last but one: where the first sections overran, in neither call)."""
     lines = [rel.Line(s, "x", s != "modes", "") for s in gpu_check.SECTIONS[:7]]
-    lines += [rel.not_run(s, "budget") for s in ("crossover", "tests", "compile", "predicted")]
-    assert gpu_check.not_begun(lines) == ("crossover", "tests", "compile", "predicted")
+    lines += [rel.not_run(s, "budget") for s in ("profile", "jax", "tests", "predicted")]
+    assert gpu_check.not_begun(lines) == ("profile", "jax", "tests", "predicted")
     assert gpu_check.not_begun([rel.Line(s, "x", True, "") for s in gpu_check.SECTIONS]) == ()
-    assert gpu_check.SECTIONS.index("tests") < gpu_check.SECTIONS.index("compile") < len(gpu_check.SECTIONS) - 1
+    order = gpu_check.SECTIONS.index
+    assert order("table7") < order("modes") and order("table7") < order("crossover")
+    assert order("compile") < order("jax") and gpu_check.SECTIONS[-1] == "predicted"
     assert gpu_check.parse(["out", "--resume", "first", "--only", "left"]).sections == ("left",)
     with pytest.raises(SystemExit):
         gpu_check.parse(["out", "--only", "left"])
     assert "name it with --resume DIR" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("slower", "others", "left_out"),
+    [({}, 1.1, set()), ({"table7": 1.5, "modes": 1.5}, 1.0, {"tests"})],
+    ids=["each a tenth over", "the first two half again"],
+)
+def test_the_lent_gpus_two_calls_begin_every_section(tmp_path, monkeypatch, slower, others, left_out):
+    """The plan of docs/guides/ci.md: call 1 `--budget 450`, call 2 `--resume call1 --only left --budget 300`. Each
+    section taking its expected time and a tenth more, every one is begun in one of the calls, predicted in the
+    second, after the others. With table7 and modes half again as long (the others on time), compile is still begun
+    (in the order it had, second to last, neither call began it: call 2 needed 355 s) and the test suite alone is
+    left out."""
+    monkeypatch.setenv("DLPERF_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr(gpu_check, "time", SimpleNamespace(monotonic=lambda: 0.0, perf_counter=time.perf_counter))
+    expected, begun = gpu_check.FULL.expected_s, []
+
+    def runner(section):
+        def run(c):
+            begun.append((c.budget_s, section))
+            c.started -= expected[section] * slower.get(section, others)  # as if it took that long
+            return [rel.Line(section, "ran", True, "")]
+
+        return run
+
+    runners = {s: runner(s) for s in gpu_check.SECTIONS}
+    first = gpu_check.Check(tmp_path / "1", tmp_path / "w1", "cuda:0", gpu_check.FULL, budget_s=450, started=0.0)
+    (tmp_path / "1").mkdir()
+    gpu_check.run_sections(first, gpu_check.SECTIONS, {}, runners)
+    left = gpu_check.not_begun(gpu_check.latest([first.lines]))
+    second = gpu_check.Check(tmp_path / "2", tmp_path / "w2", "cuda:0", gpu_check.FULL, budget_s=300, started=0.0)
+    (tmp_path / "2").mkdir()
+    gpu_check.run_sections(second, left, gpu_check.kept(gpu_check.latest([first.lines]), left), runners)
+    assert set(expected) == set(gpu_check.SECTIONS)
+    assert set(gpu_check.SECTIONS) - {s for _, s in begun} == left_out, begun
+    assert begun[-1] == (300, "predicted") and "compile" in {s for _, s in begun}
 
 
 def test_a_command_never_runs_past_the_budget_and_a_minute_and_peak_reads_its_stdout_alone(tmp_path, monkeypatch):
