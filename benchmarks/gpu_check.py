@@ -31,7 +31,7 @@ in this order):
     profile    `dlperf run --profile` of resnet-56 b128, resnet-50 b16 and b256: categories, kernels, verdicts, traces
     jax        `--frameworks jax` on fcn-r and resnet-56 on CUDA, each against a plain JAX loop of the step dlperf
                builds (--plain-loop --framework jax)
-    tests      `pytest -m gpu` with DLPERF_REQUIRE=cuda (two workers, a file each, where pytest-xdist is installed)
+    tests      `pytest -m gpu` with DLPERF_REQUIRE=cuda, one test at a time (`-p no:xdist`: they share the GPU)
     predicted  every GPU cell of the check's runs with its stored prediction and error (data, no threshold)
 
 `--resume DIR` continues an earlier check whose OUT is DIR (15 minutes of a lent GPU hold one full check and a
@@ -526,18 +526,16 @@ def predicted(c: Check) -> list:
 def tests(c: Check) -> list:
     env = {**child_env(), "DLPERF_REQUIRE": "cuda", "DLPERF_DATA_DIR": str(c.work / "tests-data")}
     cmd = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-rfEs", "-p", "no:cacheprovider", "-o", "addopts=",
-           "--durations=12", *xdist_args(), *map(str, gpu_test_files(ROOT / "tests"))]  # fmt: skip
+           "--durations=12", *ONE_AT_A_TIME, *map(str, gpu_test_files(ROOT / "tests"))]  # fmt: skip
     rc, text = c.command(cmd, timeout=max(120.0, c.left()), env=env, cwd=ROOT)
     return rel.tests_lines(rc, text, gpus_here(c))
 
 
-def xdist_args() -> list[str]:
-    """Two pytest workers, each taking a whole test file at a time, where pytest-xdist is installed (the GPU
-    machine's own Python may lack it: then one process, as before): the compiled test and the one that times steps
-    share a file, so they never run side by side. The H200's 17 GPU tests took 85 s in one process."""
-    from importlib.util import find_spec
-
-    return ["-n", "2", "--dist", "loadfile"] if find_spec("xdist") is not None else []
+# The GPU tests one at a time, in one process, whatever is installed: two pytest-xdist workers (`-n 2 --dist
+# loadfile`, where it was installed) ran two test files side by side on the one GPU, so the test that times CUDA
+# steps against a plain loop (ratio < 1.1) could share it with a JAX compile or an NCCL test. The H200's 17 GPU tests
+# took 85 s in one process.
+ONE_AT_A_TIME = ("-p", "no:xdist")
 
 
 def gpu_test_files(tests: Path) -> list[Path]:
@@ -580,7 +578,7 @@ def header(device: str, commit: str) -> dict:
         "torch": torch_version,
         "jax": _version("jax"),
         "jaxlib": _version("jaxlib"),
-        "pytest_xdist": _version("pytest-xdist"),  # the tests section's two workers, where installed
+        "pytest_xdist": _version("pytest-xdist"),  # installed or not, the tests section runs without it
         "python": sys.version.split()[0],
         "commit": commit,
         "cpus": os.cpu_count(),

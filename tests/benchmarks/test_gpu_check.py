@@ -685,13 +685,27 @@ def test_a_check_keeps_dlperfs_caches_beside_its_table_and_a_resumed_one_takes_t
     assert (later / "cache" / "opcounts" / "abc.b16.json").read_text() == "its own"
 
 
-def test_the_tests_section_runs_two_workers_a_file_each_only_where_xdist_is_installed(monkeypatch):
-    import importlib.util
+def test_the_tests_section_runs_the_gpu_tests_one_at_a_time_whatever_is_installed(tmp_path):
+    """Two pytest-xdist workers (`-n 2 --dist loadfile`, where it was installed, as on make test's venv) ran two GPU
+    test files side by side on one GPU: the test that times CUDA steps against a plain loop (ratio < 1.1) could share
+    it with a JAX compile or an NCCL test. The command now turns xdist off and asks for no workers."""
+    check = gpu_check.Check(tmp_path, tmp_path, "cuda:0", gpu_check.FULL, budget_s=300)
+    check.header = {"gpus": ["NVIDIA H100 80GB HBM3, 580.1, 81559 MiB"]}
+    asked = []
 
-    real = importlib.util.find_spec
-    assert gpu_check.xdist_args() == ["-n", "2", "--dist", "loadfile"]  # make test's own venv has it
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "xdist" else real(name, *a))
-    assert gpu_check.xdist_args() == []
+    def command(cmd, timeout=None, env=None, cwd=None):
+        asked.append((cmd, env))
+        return 0, "17 passed in 85.0s"
+
+    check.command = command
+    lines = gpu_check.tests(check)
+    ((cmd, env),) = asked
+    assert cmd[:3] == [sys.executable, "-m", "pytest"] and " -m gpu " in f" {' '.join(cmd)} "
+    assert "-p no:xdist" in " ".join(cmd) and not {"-n", "--dist", "--numprocesses"} & set(cmd), cmd
+    assert env["DLPERF_REQUIRE"] == "cuda" and all(line.passed for line in lines)
+    done = subprocess.run([sys.executable, "-m", "pytest", *gpu_check.ONE_AT_A_TIME, "--version"], capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr  # pytest takes the flag
 
 
 @pytest.mark.slow  # pytest collects every test
