@@ -238,7 +238,7 @@ class Check:
         (self.out / "gpu_check.md").write_text(rel.markdown(self.header, self.lines))
         data = {"header": self.header, "lines": [line.to_json() for line in self.lines]}
         (self.out / "gpu_check.json").write_text(json.dumps(data, indent=1))
-        if Path(self.db).exists():
+        if Path(self.db).exists() and latest_run(self.db) is not None:  # a store of peaks alone: export says "no runs"
             (self.out / "cells.jsonl").write_text("\n".join(json.dumps(c) for c in self.cells("all")) + "\n")
         if Path(self.db).exists() and Path(self.db).resolve() != (self.out / "check.db").resolve():  # --work OUT
             with closing(sqlite3.connect(self.db)) as source, closing(sqlite3.connect(self.out / "check.db")) as copy:

@@ -944,3 +944,17 @@ def test_the_check_runs_end_to_end_on_the_cpu(tmp_path):
 def exported(folder: Path) -> set[tuple]:
     rows = map(json.loads, (folder / "cells.jsonl").read_text().splitlines())
     return {(row["run_id"], row["workload"], row["mode"]) for row in rows}
+
+
+def test_a_check_whose_store_holds_no_run_yet_writes_no_cells_and_asks_export_nothing(tmp_path, monkeypatch, capsys):
+    """`--only peak,nccl` first: the store held peaks and no run, and each section's write exported "all" runs, which
+    printed `dlperf: error: ...check.db: no runs yet` to the GPU session's output after each section."""
+    monkeypatch.setenv("DLPERF_DATA_DIR", str(tmp_path / "data"))
+    out = tmp_path / "out"
+    out.mkdir()
+    check = gpu_check.Check(out, tmp_path / "work", "cpu", gpu_check.QUICK, 10.0)
+    check.work.mkdir()
+    with closing(sqlite3.connect(check.db)) as conn:
+        conn.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY)")
+    check.write()
+    assert not (out / "cells.jsonl").exists() and "error" not in capsys.readouterr().err
