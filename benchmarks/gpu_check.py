@@ -578,6 +578,8 @@ def header(device: str, commit: str) -> dict:
         "torch": torch_version,
         "jax": _version("jax"),
         "jaxlib": _version("jaxlib"),
+        "flax": _version("flax"),  # flax 0.12.8 and 0.12.9 do not import beside jax 0.11 (jax.experimental.hijax)
+        "optax": _version("optax"),
         "pytest_xdist": _version("pytest-xdist"),  # installed or not, the tests section runs without it
         "python": sys.version.split()[0],
         "commit": commit,

@@ -88,6 +88,7 @@ def test_a_relative_model_file_or_data_folder_is_the_drivers_not_the_folder_a_no
 def test_auto_with_a_stale_ray_address_in_the_shell_is_one_line_at_once(tmp_path):
     """`RAY_ADDRESS=127.0.0.1:1 dlperf run --ray auto` ran 3 min 24 s, printing Ray's GCS timeouts every 40 s, and
     Ctrl-C took 25 s: `ray.init("auto")` takes RAY_ADDRESS, which dlperf did not check as it checks a HOST:PORT."""
+    require("ray")
     proc = dlperf("run", "--ray", "auto", "--workloads", "tiny-fcn-r", db=tmp_path / "r.db", timeout=60,
                   env={"RAY_ADDRESS": "127.0.0.1:1"})  # fmt: skip
     one_line_error(proc, "--ray auto: this shell's RAY_ADDRESS=127.0.0.1:1, which Ray takes for auto: unreachable",
