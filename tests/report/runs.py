@@ -6,10 +6,10 @@ presented as a measurement of anything."""
 from __future__ import annotations
 
 import random
-import statistics
 from dataclasses import replace
 
 from conftest import make_cell
+from dlperf.measure.stats import median_of_medians
 from dlperf.protocol import Cell
 from dlperf.store import Store
 from dlperf.store.process import ProcessMeasurement
@@ -38,9 +38,9 @@ def cell(workload: str = "fcn-r", threads: int = 1, batch: int = 64) -> PlannedC
 
 
 def measured(procs: list[list[float]], status: str = "ok") -> CellFigures:
-    """The figures `Store.record` stores for a planned cell once `procs` are measured."""
-    medians = [statistics.median(p) for p in procs if p]
-    return CellFigures(status=Status(status), median_s=statistics.median(medians) if medians else None)
+    """The figures `Store.record` stores for a planned cell once `procs` are measured: the median of the medians of
+    the processes `stats.counted` keeps, as `collect.cell_figures` takes it."""
+    return CellFigures(status=Status(status), median_s=median_of_medians(procs) if any(procs) else None)
 
 
 def record(c: PlannedCell, procs: list[list[float]], status: str = "ok"):

@@ -48,3 +48,20 @@ def test_the_json_ratio_is_the_one_the_line_explains(tmp_path, capsys):
 def test_no_line_where_the_ratio_is_the_medians_quotient(tmp_path, capsys, form):
     out = compared(tmp_path, capsys, ONE_EACH, "--format", form)
     assert "B median" in out and "B/A: " not in out and "geometric" not in out
+
+
+def test_an_untested_ratio_is_the_medians_quotient_and_the_gate_names_its_slowdown(tmp_path, capsys):
+    """Without a test there is no interval for the geometric means' ratio to lie in: A's processes at 1, 1 and 10 ms
+    against B's one at 1.5 ms read B/A 0.693 (the geometric means) beside medians of 1.01 and 1.50 ms, and the
+    gate's "untested, yet B/A above 1.05" note missed a cell 49% slower."""
+    runs = {"a": {"fcn-r": at_levels(5, [0.001, 0.001, 0.010])}, "b": {"fcn-r": at_levels(6, [0.0015])}}
+    db = tmp_path / "d.db"
+    make_db(db, runs["a"], runs["b"])
+    assert main(["compare", "1", "2", "--db", str(db), "--format", "json"]) == 2  # nothing tested: no verdict
+    out = json.loads(capsys.readouterr().out)
+    [cell] = out["cells"]
+    assert cell["verdict"] == "too little data" and cell["ci_low"] is None
+    assert cell["ratio"] == pytest.approx(cell["b_median_s"] / cell["a_median_s"]) and cell["ratio"] > 1.4
+    assert main(["compare", "1", "2", "--db", str(db)]) == 2
+    text = capsys.readouterr().out
+    assert "note: untested, yet B/A above 1.05: fcn-r torch cpu:1 fp32 x1.5" in text and "B/A: " not in text

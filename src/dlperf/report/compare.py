@@ -9,11 +9,13 @@ processes of one cell differ more than the steps within one, so a test on raw st
 noise significant. The test is Welch's t-test on the logs of the per-process medians (a ratio becomes a difference),
 its 95% interval turned back into one for the ratio; the p-values of one comparison are adjusted together with Holm's
 step-down method, since among many cells some would pass alpha by chance. With fewer than 2 processes per side there
-is nothing to test: the verdict says so. The ratio B/A (above 1, B is slower) is the estimate that test and interval
-are built around, exp(mean log B - mean log A) of the per-process medians (the ratio of their geometric means), so it
-always lies inside its interval and the threshold judges what the test judged; with one process a side it is B's
-median over A's. (B's median over A's, the cells' medians, can lie outside: processes whose medians split into two
-groups put the median at one group and the mean of the logs between them.)
+is nothing to test: the verdict says so. The ratio B/A (above 1, B is slower) of a tested cell is the estimate that
+test and interval are built around, exp(mean log B - mean log A) of the per-process medians (the ratio of their
+geometric means), so it always lies inside its interval and the threshold judges what the test judged. (B's median
+over A's, the cells' medians, can lie outside: processes whose medians split into two groups put the median at one
+group and the mean of the logs between them.) Without a test (and so without an interval) B/A is B's median over
+A's, the quotient of the two columns beside it: the geometric means of 1, 1 and 10 ms against one process of 1.5 ms
+read 0.693 beside medians of 1.01 and 1.50 ms, and the gate's untested-yet-slower note missed it.
 
 `compare` is the pure part (cells and samples in, results out); `load` reads a side from a store; `render_*` lay the
 result out; `dlperf compare` itself is `commands/compare.py`. scipy is imported only inside the test.
@@ -68,7 +70,8 @@ class CellResult:
     b_median_s: float
     a_process_medians: list[float]  # the median step time of each process the cell's median counts (`counted`)
     b_process_medians: list[float]
-    ratio: float  # B/A of the per-process medians' geometric means (`log_ratio`): above 1, B is slower
+    ratio: float  # B/A, above 1 B is slower: tested, of the per-process medians' geometric means (`log_ratio`), else
+    # b_median_s / a_median_s
     ci_low: float | None = None  # 95% interval of the ratio (Welch, on log per-process medians)
     ci_high: float | None = None
     p: float | None = None  # Welch's p-value, and Holm-adjusted over the comparison's tested cells
@@ -334,8 +337,6 @@ def _cell(a: CellRecord, b: CellRecord, a_processes, b_processes) -> CellResult:
     ran = {"A": a_processes, "B": b_processes}
     left = {name: n for name, processes in ran.items() if (n := left_out(processes))}
     cell.left_out = ", ".join(f"{name} {n} of {sum(1 for p in ran[name] if len(p))}" for name, n in left.items())
-    if cell.a_process_medians and cell.b_process_medians and min(cell.a_process_medians + cell.b_process_medians) > 0:
-        cell.ratio = log_ratio(cell.a_process_medians, cell.b_process_medians)  # what the test and interval are about
     differs = _workload_diff(a, b, ignore=MODEL_KEYS)
     if differs:
         cell.verdict, cell.reason = Verdict.NOT_COMPARABLE, f"the workloads differ: {differs}"
@@ -355,6 +356,9 @@ def _cell(a: CellRecord, b: CellRecord, a_processes, b_processes) -> CellResult:
         cell.reason = "the per-process medians have zero spread, so no test is possible; measure with more --repeats"
         return cell
     cell.p, cell.ci_low, cell.ci_high, cell.direction = tested
+    # what the test and its interval are about; untested, B/A stays B's median over A's, as the columns beside it
+    # read (A 1, 1 and 10 ms, B one process of 1.5 ms: the geometric means' 0.693 beside medians of 1.01 and 1.50 ms)
+    cell.ratio = log_ratio(cell.a_process_medians, cell.b_process_medians)
     return cell
 
 
@@ -447,13 +451,14 @@ def p_text(p: float | None) -> str:
 
 
 RATIO_LEGEND = (
-    "B/A: the ratio of the processes' geometric means (of each process's median step), what the test and interval "
-    "judge; it can differ from B median / A median"
+    "B/A: with an interval, the ratio of the processes' geometric means (of each process's median step), what the "
+    "test judges; without, B median / A median"
 )
 # what each cell's `ratio` (and `ci_low`, `ci_high`) is, in the JSON output: the field beside it that says so
 RATIO_OF = (
     "B/A of the geometric means of the per-process medians (exp(mean log B - mean log A)), what the test and its "
-    "interval judge; it can differ from b_median_s / a_median_s (the cells' medians of process medians)"
+    "interval judge; it can differ from b_median_s / a_median_s (the cells' medians of process medians), which it is "
+    "where there is no interval (ci_low null)"
 )
 VISIBLE = 0.01  # a B/A this far from B median / A median: beyond what the medians' three figures shown explain
 
