@@ -114,6 +114,7 @@ def quoted_notes(db: str, threads_run: int | None, cell, with_ci: bool, searched
     noise, the fastest thread count it does not star) and the quoted cell's own; and, where the quoted step's 95%
     interval comes from one process, that it is over that process's steps alone. `searched`: the mode search's
     results, which answer a note's "try --modes" (`tried`)."""
+    from dlperf.measure.stats import counted
     from dlperf.report import table
     from dlperf.report.notes import grouped
     from dlperf.store import Store
@@ -121,7 +122,7 @@ def quoted_notes(db: str, threads_run: int | None, cell, with_ci: bool, searched
     store = Store.open(db, create=False)
     try:
         compared = store.cells(threads_run, unreadable=lambda fault: None) if threads_run is not None else []
-        processes = len(store.samples(cell.run_id, cell.key))
+        processes = len(counted(store.samples(cell.run_id, cell.key)))  # those its interval is of (`stats.counted`)
     finally:
         store.close()
     found = table.build(threads_run, compared).notes if compared else []

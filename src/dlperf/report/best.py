@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 
 from dlperf.frameworks.common import capabilities
-from dlperf.measure.stats import FEW_SAMPLES, few
+from dlperf.measure.stats import FEW_SAMPLES, counted, few
 from dlperf.modes import Mode, changes_arithmetic
 from dlperf.report.charts import disturbances, doubtful
 from dlperf.report.fastest import faster, speedup_interval
@@ -40,7 +40,8 @@ class Best:
     n: int | None = None
     timed: int = 0  # the modes timed (besides those rejected): 1 means fp32 alone, nothing to compare
     told_apart: bool | None = None  # the best mode told apart from fp32 as faster (`fastest.faster`); None: fp32's
-    processes: int | None = None  # the processes behind the interval on its side of fewer (1: that process's noise)
+    processes: int | None = None  # the processes behind the interval on its side of fewer (1: that process's noise):
+    # those its median counts (`stats.counted`): a process of under FEW_SAMPLES steps beside one of more is none
     unchecked: str | None = None  # why the best mode's loss check has no verdict (--no-loss-check: none ran)
     why_rejected: dict[str, str] = field(default_factory=dict)  # each mode of `rejected`: why (`left_out`)
     doubtful: bool = False  # either step not one to rely on (`charts.doubtful`): the speed-up marked as the steps are
@@ -97,7 +98,7 @@ def build(cells: list[CellRecord], samples: dict[str, list[list[float]]],
             row.told_apart = faster(base, best, s)  # without an interval, on their medians (`fastest.told_apart`)
             if s is not None:
                 row.speedup, row.ci_low, row.ci_high = s.ratio, s.low, s.high
-                row.processes = min(sum(1 for p in samples[c.key] if p) for c in (base, best))
+                row.processes = min(len(counted(samples[c.key])) for c in (base, best))  # as the interval counts
         out.append(row)
     return out
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dlperf.measure.stats import FEW_SAMPLES, few
+from dlperf.measure.stats import FEW_SAMPLES, counted, few
 from dlperf.report.columns import column_order
 from dlperf.report.speedup import Speedup, speedup
 from dlperf.store.records import CellRecord
@@ -99,11 +99,12 @@ def build(
 def lines(found: list[Fastest], samples: dict[str, list[list[float]]]) -> list[str]:
     """The view's lines: its head (where every interval rests on one process a side, that said), then one line per
     comparison, a list item ("- ") in text and Markdown alike: four workloads at two thread counts were eight
-    comparisons run together in one paragraph, the answer to "which framework" the hardest line to read."""
+    comparisons run together in one paragraph, the answer to "which framework" the hardest line to read. A cell's
+    processes are those its median and interval count (`stats.counted`), not those left out for too few steps."""
     if not found:
         return []
     told = [f for f in found if f.interval]
-    one_process = told and all(len(samples[c.key]) == 1 for f in told for c in (f.cell, f.next))
+    one_process = told and all(len(counted(samples[c.key])) == 1 for f in told for c in (f.cell, f.next))
     noise = "; each cell one process: its interval holds only that process's noise (--repeats 3 for more)"
     return [f"{HEAD}{noise if one_process else ''}:", *(f"- {f.text()}" for f in found)]
 

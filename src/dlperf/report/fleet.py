@@ -23,6 +23,7 @@ from functools import partial
 from dlperf.envinfo import alike, machine_diff
 from dlperf.errors import UnreadableRow, UsageError
 from dlperf.flagtext import whole_number
+from dlperf.measure.stats import counted
 from dlperf.measure.units import agreeing, named, plural
 from dlperf.report.charts import doubt_json, doubtful
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
@@ -327,9 +328,10 @@ def _latest_cells(store: Store, runs: list[int], unreadable: Callable[[Unreadabl
 
 
 def _processes(store: Store, run_id: int, key: str) -> int:
-    """The processes that timed a cell's steps; 0 where its stored steps no longer decode (not known)."""
+    """The processes that timed a cell's steps, of those its median and interval count (`stats.counted`: one of under
+    FEW_SAMPLES steps beside one of more is not); 0 where its stored steps no longer decode (not known)."""
     try:
-        return sum(1 for steps in store.samples(run_id, key) if steps)
+        return len(counted(store.samples(run_id, key)))
     except UnreadableRow:
         return 0
 

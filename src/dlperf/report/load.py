@@ -197,11 +197,11 @@ def _runs(store: Store, runs: list[int] | str | None) -> list[RunRecord]:
 
 
 def _enrich(cell: CellRecord, per_process: list[list[float]]) -> CellRecord:
-    """The cell's process count and its error bars' quartiles: of its steps, and with several processes the median
-    of each process's quartiles, of the processes its median counts (`stats.counted`), as its median is the median
-    of theirs (so the point lies within its bar: each process's median lies between its quartiles, and a median
-    keeps that order)."""
-    cell.processes = len(per_process)
+    """The cell's process count and its error bars' quartiles, both of the processes its median counts
+    (`stats.counted`: a hover read 3 processes where the median kept 1): of its steps, and with several processes the
+    median of each process's quartiles, as its median is the median of theirs (so the point lies within its bar: each
+    process's median lies between its quartiles, and a median keeps that order)."""
+    cell.processes = len(counted(per_process))
     measured = [s for s in counted(per_process) if len(s) >= 2]
     if measured and cell.ok:
         quartiles = [statistics.quantiles(s, n=4, method="inclusive") for s in measured]
