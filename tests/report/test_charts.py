@@ -52,6 +52,27 @@ def test_the_bar_and_the_hover_agree_with_the_table_beside_a_process_of_too_few_
     assert "IQR -" in charts.tip(one)  # one step: no spread to show, not "0.00 µs"
 
 
+def test_no_bar_that_leaves_out_the_median_and_no_hover_of_a_bar_not_drawn():
+    """Processes of 1, 1 and 5 steps: the median (1.0 s) counts all three, the bar was of the one with quartiles,
+    0.1 to 0.1 s, the point drawn outside it. And the hover of a cell of too few steps described a bar `_point`
+    does not draw."""
+    from dlperf.measure.stats import summarize_processes
+    from dlperf.report.load import _enrich
+
+    groups = [[1.0], [1.1], [0.1, 0.1, 0.1, 0.1, 0.12]]
+    s = summarize_processes(groups)
+    c = cell(median=s.median)
+    c.n, c.q1_s, c.q3_s = s.n, None, None
+    c = _enrich(c, groups)
+    point = charts._point(c, 1)
+    assert (point.y, point.low, point.high) == (1.0, None, None) and "bar " not in point.tip
+    few = cell(median=1.0)
+    few.n = 4  # three processes: quartiles stored, none drawn
+    point = charts._point(few, 1)
+    assert (point.low, point.high) == (None, None) and "bar " not in point.tip
+    assert "bar 0.950 s to 1.05 s" in charts._point(cell(median=1.0), 1).tip  # n 30: drawn, and said
+
+
 def test_scaling_has_an_ideal_line_from_the_fewest_threads():
     [chart] = charts.scaling([cell(threads=1, median=1.0), cell(threads=2, median=0.6), cell(threads=4, median=0.4)])
     measured, ideal = chart.series

@@ -197,8 +197,9 @@ def tip(cell: CellRecord, headline: str = "") -> str:
     # the table's IQR, of every step; a bar of several processes spans the median of their quartiles (`load._enrich`)
     iqr = f"IQR {seconds(cell.iqr_s)}" if cell.iqr_s and not few(cell.n) else "IQR -"
     lines.append(f"median {seconds(cell.median_s)} · {iqr} · n {count(cell.n)}")
-    if (cell.processes or 0) > 1 and cell.q1_s is not None and cell.q3_s is not None:
-        lines.append(f"bar {seconds(cell.q1_s)} to {seconds(cell.q3_s)}: the median of the processes' quartiles")
+    q1, q3 = error_bar(cell)  # as drawn: a hover described a bar of too few steps that `_point` leaves out
+    if (cell.processes or 0) > 1 and q1 is not None and q3 is not None:
+        lines.append(f"bar {seconds(q1)} to {seconds(q3)}: the median of the processes' quartiles")
     processes = cell.processes
     lines.append(f"{processes or '?'} process{'es' if processes != 1 else ''} · run {cell.run_id}")
     lines += doubt_lines(cell)
@@ -215,11 +216,15 @@ def doubt_lines(cell: CellRecord) -> list[str]:
 UNTRAINED_MARK = "!"  # the table's LOSS_MARK
 
 
+def error_bar(cell: CellRecord) -> tuple[float | None, float | None]:
+    """A cell's error bar, its quartiles (`load._enrich`); none from fewer than FEW_SAMPLES steps (whose spread they
+    do not tell, as its hover's `IQR -` says)."""
+    return (None, None) if few(cell.n) else (cell.q1_s, cell.q3_s)
+
+
 def _point(cell: CellRecord, x: float | str, headline: str = "") -> Point:
-    """A cell's point: its median, and its quartiles as the error bar, none from fewer than FEW_SAMPLES steps (whose
-    spread they do not tell, as its hover's `IQR -` says)."""
-    q1, q3 = (None, None) if few(cell.n) else (cell.q1_s, cell.q3_s)
-    return Point(x, cell.median_s, q1, q3, tip(cell, headline), marked(cell))
+    """A cell's point: its median, and its error bar (`error_bar`)."""
+    return Point(x, cell.median_s, *error_bar(cell), tip(cell, headline), marked(cell))
 
 
 def _by(cells: list[CellRecord], *keys) -> dict[tuple, list[CellRecord]]:

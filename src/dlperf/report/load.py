@@ -200,11 +200,13 @@ def _enrich(cell: CellRecord, per_process: list[list[float]]) -> CellRecord:
     """The cell's process count and its error bars' quartiles, both of the processes its median counts
     (`stats.counted`: a hover read 3 processes where the median kept 1): of its steps, and with several processes the
     median of each process's quartiles, as its median is the median of theirs (so the point lies within its bar: each
-    process's median lies between its quartiles, and a median keeps that order)."""
-    cell.processes = len(counted(per_process))
-    measured = [s for s in counted(per_process) if len(s) >= 2]
-    if measured and cell.ok:
-        quartiles = [statistics.quantiles(s, n=4, method="inclusive") for s in measured]
+    process's median lies between its quartiles, and a median keeps that order). That holds only over the same
+    processes: where a process the median counts has one step (it has no quartiles), no bar; a bar of the others
+    (processes of 1, 1 and 5 steps: 0.1 to 0.1 s) left the median (1.0 s) outside it."""
+    kept = counted(per_process)
+    cell.processes = len(kept)
+    if kept and cell.ok and all(len(s) >= 2 for s in kept):
+        quartiles = [statistics.quantiles(s, n=4, method="inclusive") for s in kept]
         cell.q1_s = statistics.median(q[0] for q in quartiles)
         cell.q3_s = statistics.median(q[2] for q in quartiles)
     return cell
