@@ -313,14 +313,16 @@ def test_the_table_marks_a_disturbed_rate_and_names_why_under_it(capsys, monkeyp
 
     monkeypatch.setenv("COLUMNS", "200")
     quiet = Try(32, "ok", False, 2**20, "live", 40_000.0, None, 73, 5.0, 3, 0.0008)
+    fast = Try(33, "ok", False, 2**20, "live", 198_527.2, None, 60, 5.0, 3, 33 / 198_527.2)
     busy = Try(64, "ok", False, 2**20, "live", 421.1, None, 23, 6.0, 3, 0.152, (OTHERS, "noisy: IQR is 244% of the "
                "median"))  # fmt: skip
     oom = Try(128, "failed", True, None, None, None, "out of memory at batch 128")
-    show(Result(1, {"fp32": ModeAnswer("fp32", [quiet, busy, oom], 64, "boundary")}, 0, "--max-memory 1 GiB"))
+    show(Result(1, {"fp32": ModeAnswer("fp32", [quiet, fast, busy, oom], 64, "boundary")}, 0, "--max-memory 1 GiB"))
     out = capsys.readouterr().out
     rows = {line.split()[1]: line for line in out.splitlines() if line.startswith("│")}
-    assert "40,000.0 │" in rows["32"] and "800 µs" in rows["32"] and " 73 " in rows["32"]
-    assert "421.1~ │" in rows["64"] and "0.152 s" in rows["64"]
+    assert "40000 │" in rows["32"] and "800 µs" in rows["32"] and " 73 " in rows["32"]
+    assert " 199000 │" in rows["33"]  # three significant figures, as every view's rates: 198,527.2 claimed seven
+    assert " 421~ │" in rows["64"] and "0.152 s" in rows["64"]
     assert "~ = not this batch's own speed, nor a rate to compare batches by (notes below): timed while other " \
            "processes used the CPUs" in out  # fmt: skip
     assert f"note: batch 64: {OTHERS}" in out and "note: batch 64: noisy: IQR is 244% of the median" in out
@@ -357,7 +359,7 @@ def test_a_rate_of_many_page_faults_is_not_marked_nor_noted(capsys, monkeypatch)
     assert faulted.faults_per_step == 9437.9
     show(Result(1, {"fp32": ModeAnswer("fp32", [faulted], 1024, "max-batch")}, 0, "--max-memory 1 GiB"))
     out = capsys.readouterr().out
-    assert "5,120.0 │" in out and "~" not in out and "page faults" not in out
+    assert " 5120 │" in out and "~" not in out and "page faults" not in out
 
 
 def test_the_timeout_guard_counts_a_cpu_tries_verdict_steps():

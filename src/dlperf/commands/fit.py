@@ -123,7 +123,7 @@ def tries_table(mode: str, tries: list):
     from dlperf.measure.stats import FEW_SAMPLES, few
     from dlperf.measure.units import seconds
     from dlperf.report.fit import fits_said
-    from dlperf.report.format import nbytes
+    from dlperf.report.format import figure, nbytes
     from dlperf.report.notes import grouped
     from dlperf.report.table import FEW_MARK
 
@@ -136,7 +136,8 @@ def tries_table(mode: str, tries: list):
         table.add_column(name, justify="right")
     for t in tries:
         fits = fits_said(t.status == "ok", t.fitted, t.out_of_memory, t.status)
-        rate = "-" if t.samples_per_s is None else f"{t.samples_per_s:,.1f}{marks(t)}"
+        # three significant figures, as every view's rate: 198,527.2~ claimed seven of a disturbed one
+        rate = "-" if t.samples_per_s is None else f"{figure(t.samples_per_s)}{marks(t)}"
         steps = str(t.steps) if t.samples_per_s is not None else "-"
         table.add_row(str(t.batch), fits, nbytes(t.peak_mem_bytes), seconds(t.median_s), steps, rate)
     shown = "".join(marks(t) for t in tries)
