@@ -157,6 +157,13 @@ def record(framework: str) -> dict[str, Any] | None:
     return rec if rec.get("verified") and env_python(framework).exists() else None
 
 
+def is_current(python: str) -> bool:
+    """`python` is the interpreter running dlperf, however either path is spelt: started as ../venv/bin/python, dlperf's
+    own Python read as another environment's (the child reports its path made absolute). Not resolved through links:
+    a venv's python links to the base interpreter, which is no environment of its own."""
+    return os.path.abspath(python) == os.path.abspath(sys.executable)
+
+
 def interpreter_for(framework: str) -> str | None:
     """The Python that runs this framework's workers: the current one if it has the framework, else the dedicated
     environment's, else None."""
@@ -206,7 +213,7 @@ def framework_status(name: str) -> FrameworkStatus:
         available, reason = True, None
         version = _installed_version(name)
     python = interpreter_for(name) if available else None
-    where = None if python is None else ("current" if python == sys.executable else str(env_dir(name)))
+    where = None if python is None else ("current" if is_current(python) else str(env_dir(name)))
     return FrameworkStatus(name, name in PAPER_TOOLS, available, version, where, reason)
 
 

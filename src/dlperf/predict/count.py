@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -27,7 +26,7 @@ from dataclasses import replace
 from importlib import metadata
 
 from dlperf.answers import OpCount, OpRequest, OpsRequest
-from dlperf.envs import import_name, interpreter_for, record
+from dlperf.envs import import_name, interpreter_for, is_current, record
 from dlperf.errors import MissingDependency, UsageError
 from dlperf.frameworks.common import capabilities
 from dlperf.frameworks.common.ops import Affine, Count
@@ -225,7 +224,7 @@ def torch_version(counter: str, python: str) -> str | None:
     """The counting framework's version in the interpreter that counts, read without importing it: this one's
     installed package, or a dedicated environment's install record; None where neither says (nothing is cached)."""
     package = import_name(counter)
-    if python == sys.executable:
+    if is_current(python):
         try:
             return metadata.version(package)
         except metadata.PackageNotFoundError:

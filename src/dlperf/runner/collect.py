@@ -10,7 +10,6 @@ import math
 import re
 import signal
 import statistics
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -189,7 +188,7 @@ MACHINE_FIGURES = ("steal_fraction", "others_cpu_share", "others_unread", "cpu_u
 def environment_of(python: str) -> str:
     """Where a child's framework came from: "dlperf" (dlperf's own environment) or the directory of the framework's
     own environment (`dlperf env install`)."""
-    if python == sys.executable:
+    if envs.is_current(python):
         return "dlperf"
     parents = Path(python).parents  # ENV/bin/python -> ENV
     return str(parents[1]) if len(parents) > 1 else python

@@ -16,9 +16,9 @@ def child_env(base: Mapping[str, str], threads: int, python: str = sys.executabl
     env.update(thread_env(threads))
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    if python != sys.executable:  # another environment: make this dlperf importable there, nothing more
-        from dlperf.envs import worker_path
+    from dlperf.envs import is_current, worker_path
 
+    if not is_current(python):  # another environment: make this dlperf importable there, nothing more
         env["PYTHONPATH"] = worker_path()  # never this environment's own paths: they hold another numpy
     return env
 

@@ -30,7 +30,6 @@ import contextlib
 import hashlib
 import json
 import os
-import sys
 import time
 from functools import cache
 from pathlib import Path
@@ -154,7 +153,7 @@ def _packages(framework: str, python: str) -> dict[str, str | None]:
     """The versions of the packages beside the framework that build and compile its models (jax's jaxlib, which is
     XLA, flax and optax; tensorflow's keras), read as `probe_cache.framework_version` reads the framework's."""
     names = envs.PACKAGES.get(framework, ())
-    if python != sys.executable:
+    if not envs.is_current(python):
         versions = (envs.record(framework) or {}).get("versions") or {}
         return {name: versions.get(name) for name in names}
     from importlib import metadata

@@ -29,7 +29,6 @@ import json
 import os
 import platform
 import socket
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -62,7 +61,7 @@ def framework_version(framework: str, python: str) -> str | None:
     """The framework's version in `python`, read without importing it; None where nothing says."""
     from importlib import metadata
 
-    if python == sys.executable:
+    if envs.is_current(python):
         try:
             return metadata.version(envs.import_name(framework))
         except metadata.PackageNotFoundError:
