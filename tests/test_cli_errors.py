@@ -469,7 +469,7 @@ def test_comm_refuses_buffers_beyond_the_machines_memory_before_the_job(capsys, 
         (["run", "--workloads", "tiny-fcn-r", "--timeout", "1", "--min-time", "5"], "--timeout 1 is not above "
          "--min-time 5"),
         (["profile", "tiny-fcn-r", "--timeout", "0.5"], "--timeout 0.5 is not above --min-time 0.5"),
-        (["fit", "tiny-fcn-r", "--timeout", "0.1"], "--timeout 0.1 is not above --min-time 0.2"),
+        (["fit", "tiny-fcn-r", "--timeout", "0.1"], "--timeout 0.1 is not above --min-time 0.3"),
     ],
 )  # fmt: skip
 def test_a_timeout_no_cell_can_meet_is_refused_before_anything_runs(args, said, capsys, tmp_path):

@@ -539,42 +539,38 @@ def _cell_status(measurements: list[ProcessMeasurement]) -> tuple[Status, str | 
 
 
 def _static(details: list[ProcessDetail]) -> CellFigures:
-    """Figures that do not depend on timing, taken from the first process that reported them; the processes' median of
-    those their timed steps read (cores busy, page faults, the kernel's share)."""
+    """Figures that do not depend on timing, from the first process that gave them; the processes' median of those
+    their timed steps read (cores busy, page faults, the kernel's share: the first process's alone was one of several),
+    and the most other processes took."""
 
-    def first(name: str):
-        return next((getattr(d, name) for d in details if getattr(d, name) is not None), None)
-
-    def middle(name: str):  # what each process's timed steps did: the first process's alone read one of several
+    def of(name: str, pick=lambda values: values[0]):
         values = [v for d in details if (v := getattr(d, name)) is not None]
-        return statistics.median(values) if values else None
+        return pick(values) if values else None
 
-    memory = first("memory") or {}
+    memory = of("memory") or {}
     kind, peak = next(
         ((kind, memory[key]) for key, kind in MEMORY_KINDS.items() if memory.get(key) is not None), (None, None)
     )
-    warmups = [d.warmup_steps for d in details if d.warmup_steps is not None]
-    steals = [d.steal_fraction for d in details if d.steal_fraction is not None]
-    others = [d.others_cpu_share for d in details if d.others_cpu_share is not None]
+    middle = statistics.median
     return CellFigures(
-        params=first("params"),
-        flops_per_step=first("flops_per_step"),
-        warmup_steps=int(statistics.median(warmups)) if warmups else None,
+        params=of("params"),
+        flops_per_step=of("flops_per_step"),
+        warmup_steps=of("warmup_steps", lambda values: int(middle(values))),
         peak_mem_bytes=peak,
         peak_mem_kind=kind,
-        memory_figures={**memory, "process_hwm_increase_bytes": first("process_hwm_increase_bytes")},
-        steal_fraction=max(steals) if steals else None,
-        others_cpu_share=max(others) if others else None,
-        settings=first("settings"),
+        memory_figures={**memory, "process_hwm_increase_bytes": of("process_hwm_increase_bytes")},
+        steal_fraction=of("steal_fraction", max),
+        others_cpu_share=of("others_cpu_share", max),
+        settings=of("settings"),
         warmup_steady=all(d.warmup_steady is not False for d in details),
-        build_s=first("build_s"),
-        cpu_utilization=middle("cpu_utilization"),
-        minor_faults_per_step=middle("minor_faults_per_step"),
-        kernel_cpu_share=middle("kernel_cpu_share"),
-        flops_by_dtype=first("flops_by_dtype"),
-        compile=first("compile"),
-        loss_check=first("loss_check"),
-        comm=first("comm"),
+        build_s=of("build_s"),
+        cpu_utilization=of("cpu_utilization", middle),
+        minor_faults_per_step=of("minor_faults_per_step", middle),
+        kernel_cpu_share=of("kernel_cpu_share", middle),
+        flops_by_dtype=of("flops_by_dtype"),
+        compile=of("compile"),
+        loss_check=of("loss_check"),
+        comm=of("comm"),
     )
 
 
