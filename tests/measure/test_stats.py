@@ -1,25 +1,18 @@
-import bisect
 import math
 import random
 import statistics
-from collections import Counter
 
 import pytest
 
 from dlperf.measure.stats import (
     FEW_SAMPLES,
     ci_relative_halfwidth,
-    counted,
     few,
     iqr,
     median_ci,
     median_ci_ranks,
-    median_of_medians,
-    median_replicates,
-    processes_ci,
     sorted_median,
     summarize,
-    summarize_processes,
 )
 
 
@@ -81,67 +74,11 @@ def test_summary_and_iqr():
     s = summarize([1.0, 2.0, 3.0, 4.0, 100.0])
     assert s.median == 3.0 and s.n == 5 and s.mean == 22.0
     assert iqr([1.0, 2.0, 3.0, 4.0, 5.0]) == 2.0
-    assert summarize_processes([[1.0, 2.0, 3.0], [7.0], [8.0, 9.0]]).median == 7.0  # the median of the medians
 
 
 def test_summary_needs_samples():
     with pytest.raises(ValueError):
         summarize([])
-
-
-def test_the_bootstrap_of_one_process_is_its_order_statistics_interval():
-    """A replicate's median drawn as an order statistic of Beta rank (not n steps resampled) gives the interval the
-    binomial ranks give, for odd and even n."""
-    for n, seed in ((301, 1), (2000, 2), (51, 3)):
-        rng = random.Random(seed)
-        x = [rng.lognormvariate(0, 0.3) for _ in range(n)]
-        lo, hi = median_ci(x)
-        b_lo, b_hi = processes_ci([x])
-        ordered = sorted(x)
-        assert abs(bisect.bisect_left(ordered, b_lo) - ordered.index(lo)) <= max(2, n // 100)
-        assert abs(bisect.bisect_left(ordered, b_hi) - ordered.index(hi)) <= max(2, n // 100)
-
-
-@pytest.mark.parametrize("steps", [[1.0, 2.0, 10.0, 100.0], [1.0, 2.0, 3.0, 50.0, 60.0, 70.0], [1.0, 5.0, 9.0]])
-def test_a_drawn_median_has_the_distribution_of_a_resampled_one_for_odd_and_even_n(steps):
-    """The median of n steps resampled with replacement, drawn directly (`median_replicates`), against resampling
-    itself: every value it takes, as often. For even n it is the mean of the two middle order statistics (drawn as
-    the lower one alone, it sat half a rank low: [1, 2, 10, 100] gave 2 or less in 69% of replicates, against 31%)."""
-    n, draws = len(steps), 40_000
-    rng = random.Random(8)
-    drawn = Counter(round(v, 9) for v in median_replicates([steps], draws, rng))
-    resampled = Counter(round(statistics.median(rng.choices(steps, k=n)), 9) for _ in range(draws))
-    for value in set(drawn) | set(resampled):
-        assert abs(drawn[value] - resampled[value]) / draws < 0.012, (value, drawn[value], resampled[value])
-
-
-def test_the_interval_of_several_processes_covers_the_spread_between_them():
-    """Processes that differ more than their steps do (a shared machine): the interval of the median of medians
-    reaches across them, where the pooled steps' would be narrow and beside the point."""
-    rng = random.Random(4)
-    groups = [[m + rng.gauss(0, 0.001) for _ in range(500)] for m in (1.0, 1.1, 1.2)]
-    s = summarize_processes(groups)
-    assert s.median == statistics.median([statistics.median(g) for g in groups]) and s.n == 1500
-    assert s.ci_low < 1.01 and s.ci_high > 1.19 and s.ci_low <= s.median <= s.ci_high
-    assert summarize_processes([groups[0], []]) == summarize(groups[0])  # a process without steps is left out
-    assert processes_ci([]) is None
-
-
-def test_the_bootstrap_covers_the_cells_median_about_as_often_as_it_says():
-    """Coverage, simulated: processes whose medians scatter about a true value (each process's steps about its own);
-    with 5 processes the 95% interval of their median of medians holds the true value in most trials (a bootstrap of
-    5 under-covers a little), where the pooled steps' interval, narrow about whichever processes ran, rarely does."""
-    rng = random.Random(5)
-    hits = pooled_hits = trials = 0
-    for _ in range(150):
-        groups = [[1.0 + offset + rng.gauss(0, 0.01) for _ in range(201)]
-                  for offset in (rng.gauss(0, 0.05) for _ in range(5))]  # fmt: skip
-        lo, hi = processes_ci(groups, resamples=400)
-        p_lo, p_hi = median_ci([t for g in groups for t in g])
-        hits += lo <= 1.0 <= hi
-        pooled_hits += p_lo <= 1.0 <= p_hi
-        trials += 1
-    assert hits / trials > 0.8 and pooled_hits / trials < 0.5
 
 
 def test_the_mean_steps_interval_is_of_batch_means_wide_enough_for_a_drifting_load():
@@ -162,18 +99,3 @@ def test_the_mean_steps_interval_is_of_batch_means_wide_enough_for_a_drifting_lo
     assert mean_ci([[0.01] * (MEAN_BATCHES - 1)]) is None and mean_ci([]) is None
     assert t_quantile(0.975, 9) == pytest.approx(2.262, abs=0.005)
     assert t_quantile(0.975, 10**6) == pytest.approx(1.96, abs=1e-3)
-
-
-def test_a_process_of_too_few_steps_beside_one_of_enough_is_left_out_of_the_median():
-    """A QA run's cell: one process timed one disturbed 1.71 s step, the other 44 steps of about 6 ms; the median of
-    the two medians, 0.856 s, was the cell in every view. A median of fewer than FEW_SAMPLES steps has no interval of
-    its own: beside a process of enough it is left out; where every process has too few, each still counts."""
-    rng = random.Random(5)
-    steady = [0.006 + rng.gauss(0, 1e-4) for _ in range(44)]
-    s = summarize_processes([[1.71], steady])
-    assert s.median == statistics.median(steady) and s.n == 45  # n and the spread still count every step
-    assert (s.ci_low, s.ci_high) == median_ci(steady)
-    assert median_of_medians([[1.71], steady]) == statistics.median(steady)
-    assert counted([[1.71], [], steady]) == [steady] and counted([[1.0], [2.0, 3.0]]) == [[1.0], [2.0, 3.0]]
-    third = [0.0062] * FEW_SAMPLES
-    assert summarize_processes([[1.71], steady, third]).median == statistics.median([statistics.median(steady), 0.0062])

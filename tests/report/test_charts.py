@@ -37,7 +37,7 @@ def test_the_bar_and_the_hover_agree_with_the_table_beside_a_process_of_too_few_
     """A cell of a one-step process (1.71 s) and one of 44 steps (6 ms): its bar ran from 6 ms to the 0.856 s point,
     drawn one-sided, and a cell whose short process was slow read "IQR 12.4 ms" on hover where the table and the
     export said 153 µs. The bar is of the processes the median counts; the hover's IQR is the table's."""
-    from dlperf.measure.stats import summarize_processes
+    from dlperf.bootstrap import summarize_processes
     from dlperf.report.load import _enrich
 
     steady = [0.006 + 1e-5 * (i % 7) for i in range(44)]

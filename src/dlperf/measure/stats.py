@@ -1,13 +1,13 @@
 """Summary statistics of step times, standard library only (the worker runs where numpy may be absent).
 
 The confidence interval of the median is distribution-free: it comes from order statistics and the binomial
-distribution, so it holds for the skewed, heavy-tailed distributions step times have.
+distribution, so it holds for the skewed, heavy-tailed distributions step times have. The interval of a cell of
+several processes, a bootstrap, is the parent's alone (`bootstrap.py`, with numpy).
 """
 
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from dataclasses import asdict, dataclass
 
@@ -99,22 +99,7 @@ def summarize(samples: list[float]) -> Summary:
     """Summary of one process's raw samples: the median and its order-statistics interval."""
     if not samples:
         raise ValueError("no samples")
-    return _summary(samples, statistics.median(samples), median_ci(samples))
-
-
-def summarize_processes(groups: list[list[float]]) -> Summary:
-    """Summary of a cell measured in one or more processes (each a list of step times): the median of the
-    per-process medians, its interval from a hierarchical bootstrap where there are several (`processes_ci`: two
-    processes of a cell differ more than two steps of one), the spread figures over the steps pooled."""
-    groups = [g for g in groups if g]
-    if len(groups) == 1:
-        return summarize(groups[0])
-    pooled = [t for g in groups for t in g]
-    if not pooled:
-        raise ValueError("no samples")
-    kept = counted(groups)
-    ci = median_ci(kept[0]) if len(kept) == 1 else processes_ci(kept)
-    return _summary(pooled, median_of_medians(kept), ci)
+    return summary(samples, statistics.median(samples), median_ci(samples))
 
 
 def counted(groups: list[list[float]]) -> list[list[float]]:
@@ -125,7 +110,7 @@ def counted(groups: list[list[float]]) -> list[list[float]]:
     return [g for g in groups if not few(len(g))] or groups
 
 
-def _summary(samples: list[float], median: float, ci: tuple[float, float] | None) -> Summary:
+def summary(samples: list[float], median: float, ci: tuple[float, float] | None) -> Summary:
     return Summary(
         n=len(samples),
         median=median,
@@ -137,55 +122,10 @@ def _summary(samples: list[float], median: float, ci: tuple[float, float] | None
     )
 
 
-RESAMPLES = 2000  # bootstrap replicates of `processes_ci`: a few milliseconds for a cell of a few processes
-
-
-def processes_ci(groups: list[list[float]], confidence: float = 0.95, resamples: int = RESAMPLES,
-                 seed: int = 0) -> tuple[float, float] | None:  # fmt: skip
-    """The interval of the median of per-process medians by a hierarchical bootstrap (`median_replicates`); None
-    without a step."""
-    if not any(groups):
-        return None
-    return percentile_interval(median_replicates(counted(groups), resamples, random.Random(seed)), confidence)
-
-
-def percentile_interval(replicates: list[float], confidence: float) -> tuple[float, float]:
-    """The bootstrap's percentile interval: the replicates' (1 - confidence) / 2 and (1 + confidence) / 2 quantiles."""
-    ordered, tail = sorted(replicates), (1 - confidence) / 2
-    last = len(ordered) - 1
-    return ordered[math.floor(tail * last)], ordered[math.ceil((1 - tail) * last)]
-
-
 def median_of_medians(groups) -> float:
     """A cell's figure: the median of its processes' medians, of those `counted` (a process without a step, or of
     too few beside one of enough, left out)."""
     return statistics.median([statistics.median(g) for g in counted(groups)])
-
-
-def median_replicates(groups: list[list[float]], resamples: int, rng: random.Random) -> list[float]:
-    """`resamples` bootstrap replicates of the median of per-process medians, hierarchical: the processes resampled
-    with replacement, then each drawn process's median resampled from its steps (two processes of a cell differ more
-    than two steps of one). That median is drawn directly, not by resampling n steps: the median of n values
-    resampled from a process's steps lies at the order statistics of n uniforms, the h-th one Beta(h, n + 1 - h) with
-    h = (n + 1) // 2 for odd n; for even n the mean of the h-th and the next, drawn above the h-th as the least of the
-    n - h uniforms beyond it (1 - Beta(1, n - h) of the rest). So a replicate costs a draw or two per process however
-    many steps it has, and is exact for odd and even n."""
-    ordered = [sorted(g) for g in groups if g]
-
-    def at(g: list[float], u: float) -> float:
-        return g[min(len(g) - 1, max(0, math.ceil(len(g) * u) - 1))]
-
-    def drawn_median(i: int) -> float:
-        g = ordered[i]
-        n = len(g)
-        h = (n + 1) // 2
-        u = rng.betavariate(h, n + 1 - h)
-        if n % 2:
-            return at(g, u)
-        return (at(g, u) + at(g, u + (1 - u) * rng.betavariate(1, n - h))) / 2
-
-    k = len(ordered)
-    return [statistics.median([drawn_median(rng.randrange(k)) for _ in range(k)]) for _ in range(resamples)]
 
 
 MEAN_BATCHES = 10  # consecutive batches each process's steps are cut into for `mean_ci`

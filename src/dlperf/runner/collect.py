@@ -14,10 +14,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from dlperf import envs
+from dlperf.bootstrap import summarize_processes
 from dlperf.figures import LoaderFigures
 from dlperf.loaders import input_bound, restarts_every
 from dlperf.measure import units
-from dlperf.measure.stats import FEW_SAMPLES, counted, few, mean_ci, summarize_processes
+from dlperf.measure.stats import FEW_SAMPLES, counted, few, mean_ci
 from dlperf.protocol import (
     MEMORY_KINDS,
     Affinity,
