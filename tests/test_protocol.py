@@ -152,3 +152,17 @@ def test_a_child_reports_its_start_and_a_failure_as_events(tmp_path):
     [start, error] = read_events(tmp_path / "e.jsonl")
     assert done.returncode == 1 and isinstance(start, Start) and "dlperf.frameworks.nosuch" in error.error
     assert error.traceback and "Traceback" in error.traceback
+
+
+def test_a_child_that_answers_no_question_never_creates_the_answers_classes():
+    """Every child imports this module; the answers' 32 records (`answers.py`: about 23 ms of the 115 ms of CPU a
+    child spent importing dlperf's side, each frozen dataclass compiling six methods) are created only where a child
+    answers once (probe, peak, comm). A cell's child, the most frequent, created them all for nothing."""
+    loads = {}
+    for worker in sorted({t.WORKER for t in TASKS.values()}):
+        code = f"import sys, {worker}; print('dlperf.answers' in sys.modules)"
+        out = subprocess.run([sys.executable, "-P", "-c", code], env={"PYTHONPATH": str(ROOT / "src")},
+                             capture_output=True, text=True, check=True)  # fmt: skip
+        loads[worker] = out.stdout.strip() == "True"
+    answering = {"dlperf.worker.probe", "dlperf.worker.peak", "dlperf.worker.comm"}
+    assert loads == {w: w in answering for w in loads} and "dlperf.worker.cell" in loads

@@ -27,11 +27,13 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar, dataclass_transform
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, dataclass_transform
 
-from dlperf.answers import ProbeRequest, read_request
 from dlperf.figures import CommFigures, Figures, LoaderFigures, LossCheckFigures
 from dlperf.measure.timer import TimerConfig
+
+if TYPE_CHECKING:  # a probe's child alone reads its request: every other child never creates the answers' 32 classes
+    from dlperf.answers import ProbeRequest
 
 # what the launcher sets in a child's environment (`runner/lifeline.child_vars`), read by the child's side
 PARENT_VAR = "DLPERF_PARENT_PID"  # the pid a child expects as its parent (`worker/lifeline.die_with_parent`)
@@ -249,6 +251,8 @@ class ProbeTask(_Task):
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ProbeTask:
+        from dlperf.answers import read_request
+
         return cls(d["framework"], read_request(d["request"]))
 
 
