@@ -56,7 +56,7 @@ def test_no_bar_that_leaves_out_the_median_and_no_hover_of_a_bar_not_drawn():
     """Processes of 1, 1 and 5 steps: the median (1.0 s) counts all three, the bar was of the one with quartiles,
     0.1 to 0.1 s, the point drawn outside it. And the hover of a cell of too few steps described a bar `_point`
     does not draw."""
-    from dlperf.measure.stats import summarize_processes
+    from dlperf.bootstrap import summarize_processes
     from dlperf.report.load import _enrich
 
     groups = [[1.0], [1.1], [0.1, 0.1, 0.1, 0.1, 0.12]]
