@@ -36,6 +36,8 @@ def test_the_recipe_gives_a_factory_its_data_dir():
         "model, optimizer, loss_fn, x, y = training_parts('/m/mine.py:make', 'cpu', data_dir='/data/tokens')" in lines
     )
     assert "model, optimizer, loss_fn, x, y = training_parts('resnet-56', 'cpu')" in recipe("bf16", "cpu", "resnet-56")
+    # seeded first: the weights of dlperf's cells (a fresh script's generator gave others at every run)
+    assert lines[lines.index("torch.manual_seed(0)  # the weights of dlperf's cells") + 1].startswith("model, ")
 
 
 def test_the_recipes_first_lines_run_for_a_factory_that_takes_data_dir(tmp_path):
@@ -44,7 +46,7 @@ def test_the_recipes_first_lines_run_for_a_factory_that_takes_data_dir(tmp_path)
     (tmp_path / "mine.py").write_text(FACTORY)
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "width.txt").write_text("abcdef")
-    head = recipe("fp32", "cpu", f"{tmp_path}/mine.py:make", None, str(tmp_path / "data"))[:5]
+    head = recipe("fp32", "cpu", f"{tmp_path}/mine.py:make", None, str(tmp_path / "data"))[:6]
     script = "\n".join([*head, "import json", "print(json.dumps(list(x.shape)))"])
     assert run_in("torch", textwrap.dedent(script)) == [4, 6]
 

@@ -114,7 +114,7 @@ def capture(framework_info: dict | None = None, *, root: str = "/", environ: dic
 
 # dlperf's own code that builds a cell's step and times it (its worker, timer, backends, launcher, the paper's models,
 # the input pipeline): `--resume` times the cells a run left with the code that timed the others (`resume_diff`)
-TIMING_CODE = ("worker", "measure", "frameworks", "runner", "workloads", "loaders.py")
+TIMING_CODE = ("worker", "measure", "frameworks", "runner", "workloads", "loaders.py", "bootstrap.py")
 PACKAGE = Path(__file__).resolve().parent
 
 

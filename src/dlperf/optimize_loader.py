@@ -323,6 +323,7 @@ def recipe(mode: str, device: str, workload: str, loader: LoaderChoice | None = 
         "from dlperf import training_parts",
         "",
         "# the fp32 eager setting dlperf measured; in your own code, your model, optimizer, loss function and batch",
+        "torch.manual_seed(0)  # the weights of dlperf's cells",
         f"model, optimizer, loss_fn, x, y = training_parts({workload!r}, {device!r}{folder})",
         "steps = 100",
         *(recipe_lines(chosen.setting, chosen.enough) if chosen else []),

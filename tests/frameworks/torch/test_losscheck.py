@@ -272,6 +272,23 @@ def test_training_parts_draws_the_weights_from_the_callers_generator_and_leaves_
     assert torch.equal(after, torch.get_rng_state())
 
 
+def test_a_factorys_training_parts_seeded_with_0_are_its_cells_weights(tmp_path):
+    """For a factory (`file.py:make`) `training_parts` called it twice, once to read it and once to build: the second
+    model's weights came from after the first's draws, so `torch.manual_seed(0)` first no longer gave the cell's
+    weights (the reviewer: [-0.2064, ...] against the cell's [-0.0026, ...]). The first call leaves the generator as
+    it found it."""
+    import dlperf
+
+    path = tmp_path / "mine.py"
+    path.write_text("import torch\nimport dlperf\n\n\ndef make():\n    model = torch.nn.Linear(8, 4)\n"
+                    "    return dlperf.user_workload('mine', model, lambda b, device: (torch.randn(b, 8), "
+                    "torch.randint(0, 4, (b,))), torch.nn.CrossEntropyLoss(), batch_size=4)\n")  # fmt: skip
+    workload = Workload("mine", "user", {}, InputSpec("user", ()), 0, 4, OptimizerSpec("user"), source=f"{path}:make")
+    torch.manual_seed(0)
+    model, *_ = dlperf.training_parts(f"{path}:make")
+    assert same(model, tb.build(workload, "cpu", "fp32", seed=0).model)
+
+
 def same(a, b) -> bool:
     return all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
 

@@ -154,7 +154,8 @@ def training_parts(workload: str, device: str = "cpu", data_dir: str | None = No
     if name in BUILTIN:
         chosen = BUILTIN[name]
     else:
-        user = load_user(name, data_dir)
+        with torch.random.fork_rng(devices=[]):  # the factory is called again to build: its weights from the seed
+            user = load_user(name, data_dir)  # as the caller left it, not from after this call's draws
         chosen = Workload(user.name, "user", {}, InputSpec("user", ()), 0, user.batch_size, OptimizerSpec("user"),
                           source=name, extra={"data_dir": data_dir} if data_dir else {})  # fmt: skip
     if batch is not None:
