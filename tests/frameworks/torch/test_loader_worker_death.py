@@ -13,7 +13,7 @@ import traceback
 import pytest
 from test_user_spawn_loader import FACTORY
 
-from conftest import require
+from conftest import gone, released, require
 
 torch = require("torch")
 
@@ -76,15 +76,6 @@ def first_batch_error(loader, log=None) -> str:
     return said
 
 
-def released(exc: BaseException) -> None:
-    """The frames of `exc`'s tracebacks (its cause's, its context's) cleared: they held the loader's iterator in a
-    reference cycle, which the cycle collector freed later, in another test, where torch's shutdown of its workers
-    waited its whole join timeout (`MP_STATUS_CHECK_INTERVAL`, 5 s) in each; freed now, the workers end at once."""
-    while exc is not None:
-        traceback.clear_frames(exc.__traceback__)
-        exc = exc.__cause__ or exc.__context__
-
-
 def of_dataset(how):
     user = user_workload("dies", torch.nn.Linear(8, 2), None, torch.nn.functional.cross_entropy, batch_size=4,
                          dataset=Dies(how))  # fmt: skip
@@ -98,6 +89,19 @@ def of_factory(how):
     user = user_workload("dies", torch.nn.Linear(8, 2), None, torch.nn.functional.cross_entropy, batch_size=4,
                          loader=factory)  # fmt: skip
     return data.loader(WORKLOAD, "dataset", LoaderSetting(1), torch.device("cpu"), user)
+
+
+def test_a_released_failure_ends_its_loaders_workers_at_once():
+    """What `released` is for: a worker's exception holds the loader's iterator in a reference cycle, and its worker
+    lived on until the cycle collector freed it in a later test, 5 s into it (torch's join of a worker that never
+    heard to stop: test_torch_data's corrupt image made test_labels_beyond... take 5.02 s). Released, it ends now."""
+    batches = iter(of_dataset(divide))
+    workers = [w.pid for w in batches.batches._workers]  # torch's own list, as `data.worker_death` reads it
+    with pytest.raises(ZeroDivisionError) as caught:  # held, as a test holds what it checks
+        next(batches)
+    del batches
+    released(caught.value)
+    assert workers and gone(workers, within_s=2)
 
 
 @pytest.mark.parametrize("loader", [of_dataset, of_factory])

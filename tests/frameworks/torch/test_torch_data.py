@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from conftest import require, write_datasets
+from conftest import released, require, write_datasets
 
 torch = require("torch")
 
@@ -301,6 +301,7 @@ def test_a_corrupt_image_met_by_a_loader_worker_is_its_own_one_line_naming_the_f
         for _ in loader:
             pass
     first = str(caught.value).splitlines()[0]
+    released(caught.value)  # its worker stopped now, not 5 s into a later test
     assert first.startswith(f"{corrupt}: not an image Pillow can decode") and "DataLoader worker" in first, first
 
 
