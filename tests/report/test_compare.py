@@ -172,7 +172,7 @@ def test_holm_against_a_hand_computed_example():
 
 def test_p_values_are_adjusted_together_across_the_cells_of_one_comparison(monkeypatch):
     raw = iter([0.01, 0.04, 0.03, 0.005])  # each below alpha on its own
-    monkeypatch.setattr(cmp, "welch_log", lambda a, b: (next(raw), 1.1, 1.3, 1))
+    monkeypatch.setattr(cmp, "welch_log", lambda a, b, confidence: (next(raw), 1.1, 1.3, 1))
     cells = [cell(f"w{i}") for i in range(4)]
     procs = {c.cell.key: processes(i, 3, 0.1) for i, c in enumerate(cells)}
     result = compare([record(c, procs[c.cell.key]) for c in cells], [record(c, procs[c.cell.key]) for c in cells],

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from dlperf.report import compare as cmp
-from dlperf.report.compare import Verdict, welch_log
-from dlperf.report.speedup import speedup
+from dlperf.report.compare import Verdict
+from dlperf.report.speedup import speedup, welch_log
 from report.runs import cell, record
 
 
@@ -51,8 +51,9 @@ def test_compare_ratio_lies_inside_its_interval(seed):
 
 @pytest.mark.parametrize("seed", range(40))
 def test_bootstrap_speedup_lies_inside_its_interval(seed):
-    """The fastest-framework lines, `table --best` and optimize print `speedup`'s ratio (the cells' medians' ratio)
-    beside its percentile interval: the bootstrap resamples that same statistic, so the two agree too."""
+    """The fastest-framework lines, `table --best` and optimize print `speedup`'s ratio beside its interval: with
+    several processes on a side the per-process medians' geometric means, at the centre of the t interval; with one a
+    side the medians' ratio, the statistic the bootstrap resamples."""
     rng = np.random.default_rng(1000 + seed)
 
     def side() -> list[list[float]]:

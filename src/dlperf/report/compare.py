@@ -18,12 +18,11 @@ A's, the quotient of the two columns beside it: the geometric means of 1, 1 and 
 read 0.693 beside medians of 1.01 and 1.50 ms, and the gate's untested-yet-slower note missed it.
 
 `compare` is the pure part (cells and samples in, results out); `load` reads a side from a store; `render_*` lay the
-result out; `dlperf compare` itself is `commands/compare.py`. scipy is imported only inside the test.
+result out; `dlperf compare` itself is `commands/compare.py`. The test is `speedup.welch_log`, a speed-up's too.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import statistics
 from collections import Counter
@@ -37,6 +36,7 @@ from dlperf.measure.units import plural
 from dlperf.report.compare_data import data_note, without_data
 from dlperf.report.compare_side import Side, machine_lines, machine_warning, setting_changes, setting_lines, usable
 from dlperf.report.format import markup, table_seconds, terminal
+from dlperf.report.speedup import log_ratio, welch_log
 from dlperf.report.table import mode_label
 from dlperf.report.utilization import disturbance
 from dlperf.store.records import CellRecord
@@ -207,33 +207,6 @@ def left_out(processes: Sequence[Sequence[float]]) -> int:
     return sum(1 for p in processes if len(p)) - len(process_medians(processes))
 
 
-def log_ratio(a: Sequence[float], b: Sequence[float]) -> float:
-    """exp(mean log b - mean log a): the ratio of the geometric means, the point estimate of `welch_log`'s test, at
-    the centre (on the log scale) of its interval. With one value a side, b over a."""
-    return math.exp(statistics.fmean(map(math.log, b)) - statistics.fmean(map(math.log, a)))
-
-
-def welch_log(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float, int] | None:
-    """Welch's t-test of log(b) against log(a): (p, ratio CI low, ratio CI high, sign of the difference), or None
-    when the values have no spread on either side (no test is possible)."""
-    import warnings
-
-    import numpy as np
-    from scipy import stats
-
-    log_a, log_b = np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float))
-    if np.ptp(log_a) == 0 and np.ptp(log_b) == 0:
-        return None
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)  # scipy's "nearly identical data" precision warning
-        result = stats.ttest_ind(log_b, log_a, equal_var=False)
-        interval = result.confidence_interval(CONFIDENCE)
-    if not (math.isfinite(result.pvalue) and math.isfinite(interval.low) and math.isfinite(interval.high)):
-        return None
-    sign = int(np.sign(result.statistic))
-    return float(result.pvalue), math.exp(interval.low), math.exp(interval.high), sign
-
-
 def compare(
     a_cells: list[CellRecord],
     b_cells: list[CellRecord],
@@ -351,7 +324,7 @@ def _cell(a: CellRecord, b: CellRecord, a_processes, b_processes) -> CellResult:
         steps = f", each process timed for {FEW_SAMPLES} steps or more (a longer --max-time)," if left else ""
         cell.reason = f"{' and '.join(few)}; {ADVICE.replace(' for a verdict', steps + ' for a verdict')}"
         return cell
-    tested = welch_log(cell.a_process_medians, cell.b_process_medians)
+    tested = welch_log(cell.a_process_medians, cell.b_process_medians, CONFIDENCE)
     if tested is None:
         cell.reason = "the per-process medians have zero spread, so no test is possible; measure with more --repeats"
         return cell

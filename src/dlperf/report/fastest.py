@@ -38,7 +38,9 @@ class Fastest:
 
     @property
     def ratio(self) -> float:
-        return self.next.median_s / self.cell.median_s
+        """The speed-up over the runner-up: its interval's estimate where there is one (of the per-process medians,
+        inside that interval), else the runner-up's median over the fastest's."""
+        return self.interval.ratio if self.interval else self.next.median_s / self.cell.median_s
 
     def text(self) -> str:
         where = " ".join(p for p in (self.workload, self.mode, self.column) if p)
@@ -146,7 +148,7 @@ MEDIANS_APART = 0.05
 
 def has_interval(cell: CellRecord) -> bool:
     """A 95% interval of the median to judge the cell by: stored (an older store's cell has none), and of enough steps
-    (`few`: a cell of several processes stores a bootstrap interval however few its steps)."""
+    (`few`: a cell of several processes stores an interval however few its steps)."""
     return cell.ci_low_s is not None and cell.ci_high_s is not None and not few(cell.n)
 
 
