@@ -11,7 +11,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from dlperf.bootstrap import few_processes_ci, median_replicates, processes_ci, summarize_processes
+from dlperf.bootstrap import cell_ci, few_processes_ci, median_replicates, processes_ci, summarize_processes
 from dlperf.measure.stats import FEW_SAMPLES, counted, median_ci, median_of_medians, summarize
 
 
@@ -130,12 +130,12 @@ def test_the_same_seed_draws_the_same_interval():
     assert all(type(x) is float for x in processes_ci(groups))  # plain floats: a record's JSON takes them
 
 
-@pytest.mark.parametrize("k", [2, 3, 5])
-def test_a_cell_of_few_processes_has_an_interval_that_holds_its_true_level_95_times_in_100(k):
-    """Process levels scattered lognormally about a true 1.0, steps about each level: the bootstrap of 2 processes
-    held the true level in about half of the cells, of 3 in about three in four, of 5 in about nine in ten. The t
-    interval on their log medians (`few_processes_ci`), the cell's interval below FEW_SAMPLES processes, in about
-    95%."""
+@pytest.mark.parametrize("k", [2, 3, 5, 6, 8])
+def test_a_cell_of_several_processes_has_an_interval_that_holds_its_true_level_95_times_in_100(k):
+    """Process levels scattered lognormally about a true 1.0, steps about each level: the bootstrap of the processes
+    held the true level in about half of the cells of 2, three in four of 3, nine in ten of 5 to 8. The cell's
+    interval now (`cell_ci`): the t interval on their log medians below 6 processes (`few_processes_ci`), the
+    distribution-free interval of their medians from 6, in 95% or more."""
     rng = np.random.default_rng(20 + k)
     cells = 400
     held = booted = 0
@@ -143,10 +143,32 @@ def test_a_cell_of_few_processes_has_an_interval_that_holds_its_true_level_95_ti
         groups = [list(np.exp(0.05 * rng.standard_normal() + 0.02 * rng.standard_normal(15))) for _ in range(k)]
         s = summarize_processes(groups)
         held += s.ci_low <= 1.0 <= s.ci_high
-        assert s.ci_low <= s.median <= s.ci_high and (s.ci_low, s.ci_high) == few_processes_ci(groups)
+        medians = [statistics.median(g) for g in groups]
+        want = few_processes_ci(groups) if k < FEW_SAMPLES else median_ci(medians)
+        assert s.ci_low <= s.median <= s.ci_high and (s.ci_low, s.ci_high) == want
         low, high = processes_ci(groups, resamples=400)
         booted += low <= 1.0 <= high
-    assert 0.91 * cells <= held <= 0.99 * cells, held
-    assert booted < {2: 0.7, 3: 0.85, 5: 0.95}[k] * cells, booted  # what the bootstrap held, for the record
+    assert 0.92 * cells <= held <= (0.985 if k < FEW_SAMPLES else 1) * cells, held  # 3000 cells: 94.9-95.4% (2-5)
+    assert booted < {2: 0.7, 3: 0.85, 5: 0.95, 6: 0.96, 8: 0.96}[k] * cells, booted  # what the bootstrap held
     assert few_processes_ci([[1.0, 1.1]] * 2) is None  # no spread between the processes: the bootstrap's
-    assert few_processes_ci([[1.0]] * FEW_SAMPLES) is None  # six and more: the bootstrap's
+    assert cell_ci([[1.0, 1.1]] * 2) == processes_ci([[1.0, 1.1]] * 2)
+    assert few_processes_ci([[1.0]] * FEW_SAMPLES) is None  # six and more: `median_ci`'s
+
+
+def test_a_process_median_of_zero_has_an_interval_and_no_log():
+    """A step timed 0 s (a coarse clock) has no logarithm: the cell's interval is then the bootstrap's, not an error
+    in the parent's collection (`math domain error`)."""
+    s = summarize_processes([[0.0] * 10, [1e-6] * 10, [2e-6] * 10])
+    assert s.ci_low == 0.0 and s.ci_high == 2e-6
+    assert few_processes_ci([[0.0] * 10, [1e-6] * 10]) is None
+
+
+def test_the_t_quantiles_of_few_processes_are_scipys():
+    from scipy.special import stdtrit
+
+    from dlperf.bootstrap import T_975
+
+    assert pytest.approx([float(stdtrit(dof, 0.975)) for dof in (1, 2, 3, 4)], abs=1e-4) == T_975
+    groups = [[1.0, 1.1], [1.2, 1.3], [0.9]]
+    wide, narrow = few_processes_ci(groups, 0.99), few_processes_ci(groups)
+    assert wide[0] < narrow[0] < narrow[1] < wide[1]  # another confidence: scipy's quantile

@@ -32,7 +32,7 @@ def test_an_interval_of_one_process_a_side_says_it_holds_only_that_processs_nois
     from dlperf.store.records import LossCheckRecord
 
     one = rows(0.01)
-    assert one[0].processes == 1 and "interval rests on one process of a side" in best.notes(one)[-1]
+    assert one[0].processes == 1 and "interval rests on one process a side" in best.notes(one)[-1]
     assert best.notes(one)[-1] in best.render_markdown(one)  # the Markdown view says its notes too
     cells = [make_cell("tiny-alexnet-s", mode=m, median_s=s, n=50, key=m, loss_check=LossCheckRecord(True))
              for m, s in (("fp32", 2.0), ("fused", 1.0))]  # fmt: skip
@@ -40,6 +40,9 @@ def test_an_interval_of_one_process_a_side_says_it_holds_only_that_processs_nois
     samples = {c.key: [[c.median_s * rng.uniform(0.9, 1.1) for _ in range(20)] for _ in range(3)] for c in cells}
     three = best.build(cells, samples)
     assert three[0].processes == 3 and not best.notes(three)
+    samples["fused"] = samples["fused"][:1]  # one process beside fp32's three: a prediction from their spread
+    beside = best.build(cells, samples)
+    assert beside[0].processes == 3 and not best.notes(beside)
 
 
 def test_fp32_beside_a_mode_left_out_by_its_loss_check_does_not_read_as_measured_alone():

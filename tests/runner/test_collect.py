@@ -175,7 +175,8 @@ def test_processes_that_disagree_are_advised_for_what_ran_where_one_was_left_out
 def test_with_several_processes_the_interval_is_that_of_the_median_of_their_medians():
     """Two processes whose steps differ (280 and 323 us): the pooled steps' order-statistics interval sat around one
     process and left out the cell's own median (302 us), so a cell said "302 us, 95% interval 280.1-280.7 us". The
-    interval is now the median of medians' own (a hierarchical bootstrap): it holds the median and spans the two."""
+    interval is now the median of medians' own (of two processes, t on their log medians): it holds the median and
+    spans the two."""
     rng = statistics.NormalDist(0, 2e-6)
     a = [280e-6 + e for e in rng.samples(2001, seed=1)]
     b = [323e-6 + e for e in rng.samples(1001, seed=2)]

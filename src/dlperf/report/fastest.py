@@ -38,9 +38,7 @@ class Fastest:
 
     @property
     def ratio(self) -> float:
-        """The speed-up over the runner-up: its interval's estimate where there is one (of the per-process medians,
-        inside that interval), else the runner-up's median over the fastest's."""
-        return self.interval.ratio if self.interval else self.next.median_s / self.cell.median_s
+        return self.next.median_s / self.cell.median_s
 
     def text(self) -> str:
         where = " ".join(p for p in (self.workload, self.mode, self.column) if p)

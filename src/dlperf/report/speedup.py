@@ -3,21 +3,25 @@
 A cell is measured in one or more fresh processes; consecutive steps of one process are correlated, and on a shared
 machine two processes of the same cell differ more than steps within one. So the unit of the interval is the process:
 its median step. With two or more processes a side, the interval is Welch's t on the logs of the per-process medians
-(`welch_log`, as `dlperf compare` tests them; a ratio becomes a difference), and the speed-up is the estimate it is
-built around, the ratio of those medians' geometric means (`log_ratio`), so it lies inside its interval. With one
-process beside several, the one process may stray as theirs do: its log median against their mean, with their spread
-as a prediction's, (1 + 1/k) times their variance on k - 1 degrees of freedom (`_one_beside_several`): a candidate of
-one 14.4 ms process read 2.74x [1.33-4.23] faster than fp32 processes of 19.1 to 61.6 ms, where a second look measured
-it 0.88x. Only with one process a side (or processes whose medians do not differ at all) is there no spread between
-processes to go by: the interval is then a bootstrap of the steps within each (`bootstrap.median_replicates`), the
-noise of that process alone, and the views say so.
+(`welch_log`, as `dlperf compare` tests them; a ratio becomes a difference). With one process beside several, the one
+process may stray as theirs do: its log median against their mean, with their spread as a prediction's, (1 + 1/k)
+times their variance on k - 1 degrees of freedom (`_one_beside_several`): a candidate of one 14.4 ms process read 2.74x
+[1.33-4.23] faster than fp32 processes of 19.1 to 61.6 ms, where a second look measured it 0.88x. Only with one
+process a side (or processes whose medians do not differ at all) is there no spread between processes to go by: the
+interval is then a bootstrap of the steps within each (`bootstrap.median_replicates`), the noise of that process
+alone, and the views say so.
+
+The speed-up itself is the cells' medians' ratio (the median of per-process medians, each side), the figure the step
+columns beside it give and the views choose the fastest by; the t interval is about the log medians' means, so where
+one disturbed process parts the two (the median left where the others are, the mean moved) it is widened to hold the
+ratio: never narrowed, so never a verdict surer than the test's (a "fastest" read 0.84x [0.28-2.54] of the mean's).
 
 A bootstrap of the processes was the interval with few of them too, and it was far too narrow: two processes a side
-can be resampled in three ways, and the percentile interval of their medians held a true speed-up in 59% of
-simulated pairs, three a side in 77%, 95% only from five; two identical cells were told apart in 32% of pairs (3
-processes against 1: 23%). The t interval holds it in about 95% from two processes a side (`tests/report/
-test_speedup.py`), at the price of width: with two processes a side it has about 2 degrees of freedom (t = 4.3), and
-tells apart only what their spread leaves clear.
+can be resampled in three ways. In `tests/report/test_speedup.py`'s simulation (process levels 5% apart, steps 3%) its
+percentile interval held a true 1.1x in 68.5% of pairs of two processes a side, 89.5% of three, 79.5% of three against
+one, and told identical cells apart in 30.5%, 12% and 26%; the t intervals hold it in 95-97% and tell them apart in
+2.5-8%, at the price of width: two processes a side have about 2 degrees of freedom (t = 4.3), and tell apart only
+what their spread leaves clear.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ RESAMPLES = 4000
 
 @dataclass(frozen=True)
 class Speedup:
-    ratio: float  # baseline over candidate, 2.0 means twice as fast: of the per-process medians' geometric means
+    ratio: float  # baseline over candidate, 2.0 means twice as fast: the cells' medians' (of per-process medians)
     low: float
     high: float
     confidence: float
@@ -60,19 +64,27 @@ def speedup(
     if not baseline or not candidate:
         raise ValueError("both sides need at least one process with samples")
     base, cand = [statistics.median(g) for g in baseline], [statistics.median(g) for g in candidate]
-    if len(base) > 1 and len(cand) > 1:
-        interval = welch_log(cand, base, confidence)
-        interval = interval and interval[1:3]
-    else:
-        interval = _one_beside_several(cand, base, confidence)
+    ratio = median_of_medians(baseline) / median_of_medians(candidate)
+    interval = _interval(cand, base, confidence)
     if interval is not None:
-        return Speedup(log_ratio(cand, base), *interval, confidence)
+        return Speedup(ratio, min(interval[0], ratio), max(interval[1], ratio), confidence)
     import numpy as np
 
     rng = np.random.default_rng(seed)
     replicates = median_replicates(baseline, resamples, rng) / median_replicates(candidate, resamples, rng)
     low, high = percentile_interval(replicates, confidence)
-    return Speedup(median_of_medians(baseline) / median_of_medians(candidate), low, high, confidence)
+    return Speedup(ratio, low, high, confidence)
+
+
+def _interval(a: list[float], b: list[float], confidence: float) -> tuple[float, float] | None:
+    """The interval of b/a from process medians: Welch's with two or more a side, else a prediction for one beside
+    several; None with one a side, without spread between processes, or with a median not above 0 (no log)."""
+    if not all(0 < m < math.inf for m in a + b):
+        return None
+    if len(a) > 1 and len(b) > 1:
+        tested = welch_log(a, b, confidence)
+        return tested and (tested[1], tested[2])
+    return _one_beside_several(a, b, confidence)
 
 
 def log_ratio(a: Sequence[float], b: Sequence[float]) -> float:
@@ -87,7 +99,10 @@ def welch_log(
     """Welch's t-test of log(b) against log(a): (p, ratio b/a's interval low, high, sign of the difference), or None
     when the values have no spread on either side (no test is possible), as scipy.stats.ttest_ind(equal_var=False)
     and its confidence_interval give them. The t distribution from scipy.special: importing scipy.stats took 1.1-2.4 s
-    on the path of `dlperf table`'s fastest-framework lines, scipy.special 0.5 s."""
+    on the path of `dlperf table`'s fastest-framework lines, scipy.special 0.5 s. None too with a side of one value, or
+    a value not above 0."""
+    if len(a) < 2 or len(b) < 2 or not all(0 < x < math.inf for x in [*a, *b]):
+        return None
     from scipy.special import stdtr, stdtrit
 
     log_a, log_b = [math.log(x) for x in a], [math.log(x) for x in b]
