@@ -1,6 +1,8 @@
-"""The hierarchical bootstrap of a cell's median of per-process medians (`bootstrap.py`), checked against what it
-stands for: the binomial ranks of one process's median, the median of n steps resampled, and the whole hierarchical
-resampling done the slow way (the processes drawn, then each drawn process's steps)."""
+"""A cell's interval over its processes (`bootstrap.cell_ci`: t on log medians below 6 processes, their medians' order
+statistics from 6), its coverage simulated; and the hierarchical bootstrap of a median of per-process medians
+(`processes_ci`: a cell's where its processes' medians agree, a speed-up's of one process a side) checked against what
+it stands for: the binomial ranks of one process's median, the median of n steps resampled, and the whole
+hierarchical resampling done the slow way (the processes drawn, then each drawn process's steps)."""
 
 import bisect
 import math

@@ -194,7 +194,8 @@ EXPORT_COLUMNS = {
     "mean_s": "the mean step time, seconds",
     "stdev_s": "the standard deviation of the step times, seconds",
     "ci_low_s": "the low end of the median's 95% confidence interval (2 to 5 processes: Student's t on the logs of "
-    "their medians; 6 or more: the distribution-free interval of their medians), seconds",
+    "their medians; 6 or more: the distribution-free interval of their medians; in a run of a dlperf before commit "
+    "03b1d83f, a hierarchical bootstrap of the processes), seconds",
     "ci_high_s": "the high end of the median's 95% confidence interval, seconds",
     "mean_ci_low_s": "the low end of the mean step's 95% confidence interval (batch means: each process's steps in 10 "
     "consecutive batches), seconds",

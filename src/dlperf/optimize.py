@@ -311,7 +311,7 @@ class Searcher:
         """Measure `modes` against `best` if the budget left covers them; the better of them and `best`."""
         needed, repeats = self.budget.modes_s(modes, self.opts.repeats), self.opts.repeats
         if not self.budget.covers(needed) and repeats > 1 and self.budget.covers(self.budget.modes_s(modes, 1)):
-            # one process each still decides: its steps' interval against the baseline's, as any other
+            # one process each still decides: against the baseline's processes, a prediction from their spread
             self.notes.append(f"{group}: {', '.join(modes)} measured in one process each: the {repeats} asked for "
                               f"(about {needed / 60:.1f} min) did not fit the budget left")  # fmt: skip
             needed, repeats = self.budget.modes_s(modes, 1), 1

@@ -32,7 +32,7 @@ def test_an_interval_of_one_process_a_side_says_it_holds_only_that_processs_nois
     from dlperf.store.records import LossCheckRecord
 
     one = rows(0.01)
-    assert one[0].processes == 1 and "interval rests on one process a side" in best.notes(one)[-1]
+    assert one[0].processes == 1 and "interval rests on the steps of one process a side" in best.notes(one)[-1]
     assert best.notes(one)[-1] in best.render_markdown(one)  # the Markdown view says its notes too
     cells = [make_cell("tiny-alexnet-s", mode=m, median_s=s, n=50, key=m, loss_check=LossCheckRecord(True))
              for m, s in (("fp32", 2.0), ("fused", 1.0))]  # fmt: skip

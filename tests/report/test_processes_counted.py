@@ -21,7 +21,7 @@ def test_the_best_mode_counts_the_processes_its_interval_counts():
     cells = [make_cell("tiny-alexnet-s", mode=m, median_s=s, n=33, key=m) for m, s in timed]
     samples = {c.key: three_of_one(c.median_s, i) for i, c in enumerate(cells)}
     [row] = best.build(cells, samples)
-    assert row.mode == "channels_last" and row.ci_low is not None and row.processes == 1
+    assert row.mode == "channels_last" and row.ci_low is not None and row.processes == 1 and row.steps_only
     assert best.notes([row])[-1] == f"tiny-alexnet-s torch cpu:1: channels_last's interval {best.ONE_PROCESS}"
 
 
@@ -31,7 +31,7 @@ def test_the_fastest_framework_counts_the_processes_its_interval_counts():
     samples = {c.key: three_of_one(c.median_s, i) for i, c in enumerate(cells)}
     found = fastest.build({("tiny-alexnet-s", "fp32", "cpu:1"): cells}, samples, lambda cell: False)
     assert found[0].interval is not None
-    assert "each cell one process: its interval holds only that process's noise" in fastest.lines(found, samples)[0]
+    assert "each cell one process: its interval holds only that process's noise" in fastest.lines(found)[0]
 
 
 def test_the_fleet_and_the_charts_count_the_processes_the_median_counts():
@@ -67,3 +67,29 @@ def test_advises_note_on_an_interval_of_one_process_counts_the_processes_it_is_o
         store.close()
     notes = quoted_notes(str(tmp_path / "a.db"), None, quoted, with_ci=True)
     assert any(n.startswith("the CPU step's 95% interval is over the steps of one process") for n in notes)
+
+
+def test_an_interval_of_the_steps_alone_is_said_whatever_the_processes():
+    """Where the processes' medians agree to the last digit (a coarse timer), the interval falls to the bootstrap of
+    the steps: it holds only their noise, yet `table --best` counted 3 processes a side and said nothing. And a
+    fastest-framework line of one process a side among lines of more says so itself (only a head note for all)."""
+    from dlperf.report.speedup import speedup
+
+    agree = {m: [[s] * 10 + [s * 1.01] * 5 for _ in range(3)] for m, s in (("fp32", 2.0), ("fused", 1.9))}
+    assert speedup(agree["fp32"], agree["fused"]).steps_only
+    assert speedup([[1.0, 1.1] * 5], [[0.9, 1.0] * 5]).steps_only  # one process a side
+    assert not speedup([[1.0] * 9, [1.1] * 9], [[0.9] * 9, [0.95] * 9]).steps_only
+    cells = [make_cell("tiny-alexnet-s", mode=m, median_s=s, n=45, key=m) for m, s in (("fp32", 2.0), ("fused", 1.9))]
+    [row] = best.build(cells, agree)
+    assert row.processes == 3 and row.steps_only and best.notes([row])[-1].endswith(best.ONE_PROCESS)
+
+    rng = random.Random(1)
+    spread = {"net-a": 3, "net-b": 1}  # processes per cell
+    cells = [make_cell(w, framework=f, median_s=s, n=90, key=f"{w}{f}")
+             for w in spread for f, s in (("torch", 0.02), ("jax", 0.01))]  # fmt: skip
+    samples = {c.key: [[c.median_s * rng.uniform(0.9, 1.1) for _ in range(30)] for _ in range(spread[c.workload])]
+               for c in cells}  # fmt: skip
+    groups = {(w, "fp32", "cpu:1"): [c for c in cells if c.workload == w] for w in spread}
+    head, three, one = fastest.lines(fastest.build(groups, samples, lambda cell: False))
+    assert "each cell one process" not in head
+    assert one.endswith(", its interval only its one process a side's noise") and "noise" not in three

@@ -1,4 +1,4 @@
-"""A ratio printed with its 95% interval lies inside it: `dlperf compare`'s B/A and the bootstrap speed-ups of the
+"""A ratio printed with its 95% interval lies inside it: `dlperf compare`'s B/A and the speed-ups of the
 fastest-framework lines, `table --best` and optimize (helper 104 saw compare print 1.49 [1.098, 1.482])."""
 
 import numpy as np
@@ -50,10 +50,10 @@ def test_compare_ratio_lies_inside_its_interval(seed):
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_bootstrap_speedup_lies_inside_its_interval(seed):
-    """The fastest-framework lines, `table --best` and optimize print `speedup`'s ratio beside its interval: with
-    several processes on a side the per-process medians' geometric means, at the centre of the t interval; with one a
-    side the medians' ratio, the statistic the bootstrap resamples."""
+def test_a_speedup_lies_inside_its_interval(seed):
+    """The fastest-framework lines, `table --best` and optimize print `speedup`'s ratio, the cells' medians', beside
+    its interval: with several processes on a side the t interval (about the log medians' means) widened to hold it;
+    with one a side the bootstrap's, which resamples that same statistic."""
     rng = np.random.default_rng(1000 + seed)
 
     def side() -> list[list[float]]:

@@ -2,7 +2,8 @@
 
 The confidence interval of the median is distribution-free: it comes from order statistics and the binomial
 distribution, so it holds for the skewed, heavy-tailed distributions step times have. The interval of a cell of
-several processes (a t interval on their medians below 6, a bootstrap from 6) is the parent's alone (`bootstrap.py`).
+several processes (a t interval on their log medians below 6, their medians' order statistics from 6) is the
+parent's alone (`bootstrap.py`).
 """
 
 from __future__ import annotations

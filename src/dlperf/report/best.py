@@ -40,9 +40,9 @@ class Best:
     n: int | None = None
     timed: int = 0  # the modes timed (besides those rejected): 1 means fp32 alone, nothing to compare
     told_apart: bool | None = None  # the best mode told apart from fp32 as faster (`fastest.faster`); None: fp32's
-    processes: int | None = None  # the processes behind the interval on its side of more (1: one a side, that
-    # process's noise alone): those its median counts (`stats.counted`): a process of under FEW_SAMPLES steps beside
-    # one of more is none
+    processes: int | None = None  # the processes behind the interval on its side of more: those its median counts
+    # (`stats.counted`): a process of under FEW_SAMPLES steps beside one of more is none
+    steps_only: bool = False  # the interval holds only the steps' noise (`Speedup.steps_only`): the note says so
     unchecked: str | None = None  # why the best mode's loss check has no verdict (--no-loss-check: none ran)
     why_rejected: dict[str, str] = field(default_factory=dict)  # each mode of `rejected`: why (`left_out`)
     doubtful: bool = False  # either step not one to rely on (`charts.doubtful`): the speed-up marked as the steps are
@@ -100,6 +100,7 @@ def build(cells: list[CellRecord], samples: dict[str, list[list[float]]],
             if s is not None:
                 row.speedup, row.ci_low, row.ci_high = s.ratio, s.low, s.high
                 row.processes = max(len(counted(samples[c.key])) for c in (base, best))  # as the interval counts
+                row.steps_only = s.steps_only
         out.append(row)
     return out
 
@@ -188,15 +189,15 @@ FP32_ALONE = (
     "fp32,bf16,channels_last,fused,malloc_keep) or let dlperf optimize WORKLOAD search them"
 )
 ONE_PROCESS = (
-    "rests on one process a side: it holds only that process's noise, not the spread between processes "
-    "(--repeats 3 or more)"
+    "rests on the steps of one process a side (or of processes whose medians agree to the last digit): it holds "
+    "only their noise, not the spread between processes (--repeats 3 or more)"
 )
 
 
 def notes(rows: list[Best]) -> list[str]:
-    """The modes left out (loss check), and the speed-ups whose interval rests on one process a side (one beside
-    several is given their spread: `report/speedup.py`): a run of one process per cell read "fused 2.13x [2.02-2.31]"
-    on tiny-alexnet-r, where three processes each timed it 0.95x."""
+    """The modes left out (loss check), and the speed-ups whose interval holds only the steps' noise (one process a
+    side; one beside several is given their spread: `report/speedup.py`): a run of one process per cell read "fused
+    2.13x [2.02-2.31]" on tiny-alexnet-r, where three processes each timed it 0.95x."""
     said = [f"{r.workload} {r.framework} {r.column}: left out: "
             + ", ".join(f"{mode} ({r.why_rejected.get(mode, 'not training')})" for mode in r.rejected)
             for r in rows if r.rejected]  # fmt: skip
@@ -206,7 +207,7 @@ def notes(rows: list[Best]) -> list[str]:
     if rows and all(r.mode == BASELINE and r.timed == 1 and not r.rejected for r in rows):
         said.append(FP32_ALONE)
     with_interval = [r for r in rows if r.ci_low is not None]
-    alone = [r for r in with_interval if r.processes == 1]
+    alone = [r for r in with_interval if r.steps_only]
     if alone and len(alone) == len(with_interval) > 1:
         return [*said, f"each speed-up's interval {ONE_PROCESS}"]
     return said + [f"{r.workload} {r.framework} {r.column}: {r.mode}'s interval {ONE_PROCESS}" for r in alone]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dlperf.measure.stats import FEW_SAMPLES, counted, few
+from dlperf.measure.stats import FEW_SAMPLES, few
 from dlperf.report.columns import column_order
 from dlperf.report.speedup import Speedup, speedup
 from dlperf.store.records import CellRecord
@@ -96,17 +96,21 @@ def build(
     return sorted(out, key=lambda f: (order.index((f.workload, f.mode)), column_order(f.column)))
 
 
-def lines(found: list[Fastest], samples: dict[str, list[list[float]]]) -> list[str]:
+def lines(found: list[Fastest]) -> list[str]:
     """The view's lines: its head (where every interval rests on one process a side, that said), then one line per
     comparison, a list item ("- ") in text and Markdown alike: four workloads at two thread counts were eight
-    comparisons run together in one paragraph, the answer to "which framework" the hardest line to read. A cell's
-    processes are those its median and interval count (`stats.counted`), not those left out for too few steps."""
+    comparisons run together in one paragraph, the answer to "which framework" the hardest line to read. A line whose
+    interval alone rests on one process a side, among others of more, says so itself. A cell's processes are those its
+    median and interval count (`stats.counted`), not those left out for too few steps."""
     if not found:
         return []
     told = [f for f in found if f.interval]
-    one_process = told and all(len(counted(samples[c.key])) == 1 for f in told for c in (f.cell, f.next))
+    steps_only = [f for f in told if f.interval.steps_only]  # `Speedup.steps_only`: one process a side
+    every = bool(told) and len(steps_only) == len(told)
     noise = "; each cell one process: its interval holds only that process's noise (--repeats 3 for more)"
-    return [f"{HEAD}{noise if one_process else ''}:", *(f"- {f.text()}" for f in found)]
+    its = ", its interval only its one process a side's noise"
+    return [f"{HEAD}{noise if every else ''}:", *(f"- {f.text()}{its if f in steps_only and not every else ''}"
+                                                  for f in found)]  # fmt: skip
 
 
 # One rule tells two measured cells apart wherever a view or a search says "fastest", "faster", "best" or recommends a

@@ -9,7 +9,7 @@ times their variance on k - 1 degrees of freedom (`_one_beside_several`): a cand
 [1.33-4.23] faster than fp32 processes of 19.1 to 61.6 ms, where a second look measured it 0.88x. Only with one
 process a side (or processes whose medians do not differ at all) is there no spread between processes to go by: the
 interval is then a bootstrap of the steps within each (`bootstrap.median_replicates`), the noise of that process
-alone, and the views say so.
+alone (`Speedup.steps_only`), and the views say so.
 
 The speed-up itself is the cells' medians' ratio (the median of per-process medians, each side), the figure the step
 columns beside it give and the views choose the fastest by; the t interval is about the log medians' means, so where
@@ -43,6 +43,8 @@ class Speedup:
     low: float
     high: float
     confidence: float
+    steps_only: bool = False  # the interval holds only the steps' noise within processes (the bootstrap's: one
+    # process a side, or processes whose medians do not differ at all), not how far two processes' levels stray
 
     def excludes_one(self) -> bool:
         return self.low > 1.0 or self.high < 1.0
@@ -73,7 +75,7 @@ def speedup(
     rng = np.random.default_rng(seed)
     replicates = median_replicates(baseline, resamples, rng) / median_replicates(candidate, resamples, rng)
     low, high = percentile_interval(replicates, confidence)
-    return Speedup(ratio, low, high, confidence)
+    return Speedup(ratio, low, high, confidence, steps_only=True)
 
 
 def _interval(a: list[float], b: list[float], confidence: float) -> tuple[float, float] | None:

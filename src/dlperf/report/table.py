@@ -150,7 +150,7 @@ def build(
     view = TableView(run_id, columns, list(rows.values()), show_mode, notes, versions(cells), verdicts)
     view.pipeline = data.build(cells)
     found = fastest.build(framework_groups(view), samples or {}, lambda c: bool(disturbances(c)), cores_beyond_threads)
-    view.fastest, view.fastest_json = fastest.lines(found, samples or {}), [f.to_json() for f in found]
+    view.fastest, view.fastest_json = fastest.lines(found), [f.to_json() for f in found]
     return view
 
 
